@@ -1,0 +1,25 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"path/filepath"
+)
+
+// LoadKeyPair reads dir/name.crt and dir/name.key as a TLS certificate with
+// its parsed leaf.
+func LoadKeyPair(dir, name string) (tls.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load %s key pair: %w", filepath.Join(dir, name), err)
+	}
+	if pair.Leaf == nil {
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("parse %s.crt: %w", filepath.Join(dir, name), err)
+		}
+		pair.Leaf = leaf
+	}
+	return pair, nil
+}
