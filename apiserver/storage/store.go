@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/storage/value"
+)
+
+// Store reads and writes objects in etcd. It is safe for concurrent use.
+type Store struct {
+	client       *clientv3.Client
+	scheme       *runtime.Scheme
+	serializer   runtime.Serializer
+	transformers map[schema.GroupResource]value.Transformer
+	timeout      time.Duration
+}
+
+// New returns a store over client. Objects of a resource with a
+// transformer are transformed (encrypted) on their way to etcd; the others
+// are stored as encoded. timeout bounds every etcd call.
+func New(client *clientv3.Client, scheme *runtime.Scheme, transformers map[schema.GroupResource]value.Transformer, timeout time.Duration) (*Store, error) {
+	var errs []error
+	if client == nil {
+		errs = append(errs, errors.New("etcd client is nil"))
+	}
+	if scheme == nil {
+		errs = append(errs, errors.New("scheme is nil"))
+	}
+	if timeout <= 0 {
+		errs = append(errs, fmt.Errorf("etcd timeout must be positive, got %s", timeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	return &Store{
+		client:       client,
+		scheme:       scheme,
+		serializer:   protobuf.NewSerializer(scheme, scheme),
+		transformers: transformers,
+		timeout:      timeout,
+	}, nil
+}
+
+func (s *Store) transformer(gr schema.GroupResource) value.Transformer {
+	if t, ok := s.transformers[gr]; ok {
+		return t
+	}
+	return identity{}
+}
+
+// encode serializes obj without its resourceVersion, which is the etcd
+// revision and never stored, and transforms it for key.
+func (s *Store) encode(ctx context.Context, gr schema.GroupResource, key string, obj runtime.Object) ([]byte, error) {
+	gvks, _, err := s.scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	rv := accessor.GetResourceVersion()
+	accessor.SetResourceVersion("")
+	defer accessor.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+	var buf bytes.Buffer
+	if err := s.serializer.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	out, err := s.transformer(gr).TransformToStorage(ctx, buf.Bytes(), value.DefaultContext(key))
+	if err != nil {
+		return nil, fmt.Errorf("transform %s for storage: %w", key, err)
+	}
+	return out, nil
+}
+
+// decode reverses encode into into and sets its resourceVersion.
+func (s *Store) decode(ctx context.Context, gr schema.GroupResource, key string, data []byte, rev int64, into runtime.Object) error {
+	plain, _, err := s.transformer(gr).TransformFromStorage(ctx, data, value.DefaultContext(key))
+	if err != nil {
+		return fmt.Errorf("transform %s from storage: %w", key, err)
+	}
+	if _, _, err := s.serializer.Decode(plain, nil, into); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	accessor, err := meta.Accessor(into)
+	if err != nil {
+		return err
+	}
+	accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}
+
+func (s *Store) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// Create stores obj at key unless the key exists, and sets obj's
+// resourceVersion.
+func (s *Store) Create(ctx context.Context, gr schema.GroupResource, key string, obj runtime.Object) error {
+	data, err := s.encode(ctx, gr, key, obj)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return ErrAlreadyExists
+	}
+	return setResourceVersion(obj, resp.Header.Revision)
+}
+
+// Get reads the object at key into into.
+func (s *Store) Get(ctx context.Context, gr schema.GroupResource, key string, into runtime.Object) error {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ErrNotFound
+	}
+	kv := resp.Kvs[0]
+	return s.decode(ctx, gr, key, kv.Value, kv.ModRevision, into)
+}
+
+// List reads every object under prefix, calling newItem for a fresh object
+// to decode each into and add for each decoded one, in key order. It
+// returns the etcd revision the list was read at.
+func (s *Store) List(ctx context.Context, gr schema.GroupResource, prefix string, newItem func() runtime.Object, add func(runtime.Object) error) (int64, error) {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	for _, kv := range resp.Kvs {
+		item := newItem()
+		if err := s.decode(ctx, gr, string(kv.Key), kv.Value, kv.ModRevision, item); err != nil {
+			return 0, err
+		}
+		if err := add(item); err != nil {
+			return 0, err
+		}
+	}
+	return resp.Header.Revision, nil
+}
+
+// Update replaces the object at key with obj if the stored object is still
+// at revision rev, and sets obj's resourceVersion. It returns ErrNotFound
+// if the key is gone and ErrConflict if it changed.
+func (s *Store) Update(ctx context.Context, gr schema.GroupResource, key string, rev int64, obj runtime.Object) error {
+	data, err := s.encode(ctx, gr, key, obj)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, string(data))).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("update %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return missingOrConflict(resp)
+	}
+	return setResourceVersion(obj, resp.Header.Revision)
+}
+
+// Delete removes the object at key if it is still at revision rev, and
+// also every key under each of prefixes, in one transaction. It returns
+// ErrNotFound if the key is gone and ErrConflict if it changed.
+func (s *Store) Delete(ctx context.Context, key string, rev int64, prefixes ...string) (int64, error) {
+	ops := []clientv3.Op{clientv3.OpDelete(key)}
+	for _, p := range prefixes {
+		ops = append(ops, clientv3.OpDelete(p, clientv3.WithPrefix()))
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(ops...).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("delete %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return 0, missingOrConflict(resp)
+	}
+	return resp.Header.Revision, nil
+}
+
+func missingOrConflict(resp *clientv3.TxnResponse) error {
+	if len(resp.Responses) == 1 {
+		if r := resp.Responses[0].GetResponseRange(); r != nil && r.Count == 0 {
+			return ErrNotFound
+		}
+	}
+	return ErrConflict
+}
+
+func setResourceVersion(obj runtime.Object, rev int64) error {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}
+
+// ParseResourceVersion parses a resourceVersion; "" is 0.
+func ParseResourceVersion(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid resourceVersion %q", rv)
+	}
+	return n, nil
+}
+
+// identity stores data as it is, for resources without encryption.
+type identity struct{}
+
+func (identity) TransformFromStorage(_ context.Context, data []byte, _ value.Context) ([]byte, bool, error) {
+	return data, false, nil
+}
+
+func (identity) TransformToStorage(_ context.Context, data []byte, _ value.Context) ([]byte, error) {
+	return data, nil
+}

@@ -1,0 +1,89 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/audit/policy"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// DefaultPolicy is the audit policy `trustplane init` writes: Secrets,
+// ConfigMaps and credential-bearing requests at Metadata, writes with their
+// request and response, reads with their request, health probes not at all.
+const DefaultPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+  - RequestReceived
+rules:
+  - level: None
+    nonResourceURLs:
+      - /livez
+      - /livez/*
+      - /readyz
+      - /readyz/*
+      - /healthz
+      - /healthz/*
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: ["secrets", "configmaps", "serviceaccounts/token"]
+      - group: authentication.k8s.io
+        resources: ["tokenreviews"]
+  - level: RequestResponse
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: Request
+`
+
+// Policy decides the audit level of a request.
+type Policy struct {
+	evaluator audit.PolicyRuleEvaluator
+}
+
+// LoadPolicy reads an audit.k8s.io/v1 Policy file.
+func LoadPolicy(path string) (*Policy, error) {
+	if path == "" {
+		return nil, errors.New("audit policy file is not set")
+	}
+	p, err := policy.LoadPolicyFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load audit policy: %w", err)
+	}
+	return &Policy{evaluator: policy.NewPolicyRuleEvaluator(p)}, nil
+}
+
+// ParsePolicy parses an audit.k8s.io/v1 Policy document.
+func ParsePolicy(data []byte) (*Policy, error) {
+	p, err := policy.LoadPolicyFromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse audit policy: %w", err)
+	}
+	return &Policy{evaluator: policy.NewPolicyRuleEvaluator(p)}, nil
+}
+
+// Level is the level the request described by attrs is recorded at.
+func (p *Policy) Level(attrs authorizer.Attributes) auditv1.Level {
+	level := p.evaluator.EvaluatePolicyRule(attrs).Level
+	if carriesSecrets(attrs) && auditinternal.LevelMetadata.Less(level) {
+		return auditv1.LevelMetadata
+	}
+	return auditv1.Level(level)
+}
+
+// carriesSecrets reports whether request or response bodies may hold
+// Secret data or credentials.
+func carriesSecrets(attrs authorizer.Attributes) bool {
+	if !attrs.IsResourceRequest() {
+		return false
+	}
+	switch attrs.GetAPIGroup() + "/" + attrs.GetResource() {
+	case "/secrets", "authentication.k8s.io/tokenreviews":
+		return true
+	case "/serviceaccounts":
+		return attrs.GetSubresource() == "token"
+	}
+	return false
+}
