@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -22,4 +23,17 @@ func LoadKeyPair(dir, name string) (tls.Certificate, error) {
 		pair.Leaf = leaf
 	}
 	return pair, nil
+}
+
+// LoadCertPool reads a PEM file of CA certificates into a pool.
+func LoadCertPool(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("%s holds no certificate", path)
+	}
+	return pool, nil
 }

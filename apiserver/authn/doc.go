@@ -1,0 +1,8 @@
+// Package authn builds the API server's request authenticator: the
+// credential methods trustplane accepts, tried in turn, each returning a
+// user or an error for a credential that is present but invalid.
+//
+// Today the one method is an X.509 client certificate from the cluster CA:
+// the common name is the user, the organizations are the groups. Every
+// authenticated user also gets the group system:authenticated.
+package authn

@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+)
+
+// readBody reads the request body within the limit set by withLimits.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", tooLarge.Limit))
+		}
+		return nil, apierrors.NewBadRequest("unable to read the request body")
+	}
+	return body, nil
+}
+
+// decodeObject decodes the request body into a new object of res, in the
+// body's content type (JSON, YAML or protobuf), and checks that it is of
+// the resource's kind. fieldValidation=Strict refuses unknown and duplicate
+// fields; Warn reports them in Warning headers; Ignore, like protobuf,
+// drops them.
+func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resource) (runtime.Object, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	info, err := negotiation.NegotiateInputSerializer(r, false, s.codecs)
+	if err != nil {
+		return nil, err
+	}
+	validation := r.URL.Query().Get("fieldValidation")
+	switch validation {
+	case "", metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", validation))
+	}
+	decoder := info.Serializer
+	if info.StrictSerializer != nil && (validation == metav1.FieldValidationStrict || validation == metav1.FieldValidationWarn) {
+		decoder = info.StrictSerializer
+	}
+	want := res.gvk()
+	obj, gvk, err := decoder.Decode(body, &want, res.newObject())
+	if err != nil {
+		if !runtime.IsStrictDecodingError(err) || obj == nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as %s: %v", info.MediaType, err))
+		}
+		if validation == metav1.FieldValidationStrict {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", err))
+		}
+		if strict, ok := runtime.AsStrictDecodingError(err); ok {
+			for _, e := range strict.Errors() {
+				w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
+			}
+		}
+	}
+	if gvk == nil || *gvk != want {
+		got := schema.GroupVersionKind{}
+		if gvk != nil {
+			got = *gvk
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s, the URL expects a %s", kindString(got), kindString(want)))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(want)
+	return obj, nil
+}
+
+func kindString(gvk schema.GroupVersionKind) string {
+	if gvk.Empty() {
+		return "object of unknown kind"
+	}
+	return gvk.GroupVersion().String() + ", Kind=" + gvk.Kind
+}
+
+// decodeDeleteOptions reads the optional DeleteOptions body of a DELETE,
+// in JSON or protobuf.
+func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		info, err := negotiation.NegotiateInputSerializer(r, false, s.codecs)
+		if err != nil {
+			return nil, err
+		}
+		want := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		obj, _, err := info.Serializer.Decode(body, &want, opts)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the DeleteOptions in the body could not be decoded: %v", err))
+		}
+		var ok bool
+		if opts, ok = obj.(*metav1.DeleteOptions); !ok {
+			return nil, apierrors.NewBadRequest("the body of a DELETE must be DeleteOptions")
+		}
+	}
+	if v := r.URL.Query()["dryRun"]; len(v) > 0 && len(opts.DryRun) == 0 {
+		opts.DryRun = v
+	}
+	if p := r.URL.Query().Get("propagationPolicy"); p != "" && opts.PropagationPolicy == nil {
+		policy := metav1.DeletionPropagation(p)
+		opts.PropagationPolicy = &policy
+	}
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Orphan, Background or Foreground, got %q", *opts.PropagationPolicy))
+		}
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		return nil, apierrors.NewBadRequest("gracePeriodSeconds must not be negative")
+	}
+	return opts, nil
+}
+
+// dryRun reports whether a write is a dry run; All is the only value.
+func dryRun(values []string) (bool, error) {
+	switch {
+	case len(values) == 0:
+		return false, nil
+	case len(values) == 1 && values[0] == metav1.DryRunAll:
+		return true, nil
+	}
+	return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be All, got %q", values))
+}

@@ -1,0 +1,225 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/trustplane/trustplane/audit"
+)
+
+// auditSink stores audit events; an error means the event was not stored.
+type auditSink interface {
+	Write(*auditv1.Event) error
+}
+
+// auditor writes one ResponseComplete event per request.
+type auditor struct {
+	policy *audit.Policy
+	sink   auditSink
+	logger *slog.Logger
+}
+
+// withAudit records the request in the audit log once it is complete. The
+// response is held until its event is written: if the event cannot be
+// written, the client gets a 500 instead, so nothing is answered that is
+// not audited.
+func withAudit(next http.Handler, a *auditor) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.serve(w, r, next)
+	})
+}
+
+// withFailedAuthenticationAudit answers 401 for requests whose
+// authentication failed, auditing them first.
+func withFailedAuthenticationAudit(a *auditor) http.Handler {
+	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := apierrors.NewUnauthorized("Unauthorized").Status()
+		writeStatus(w, &st)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.serve(w, r, unauthorized)
+	})
+}
+
+func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	received := metav1.NewMicroTime(time.Now())
+	ctx := r.Context()
+	attrs := attributesFrom(ctx, r)
+	level := a.policy.Level(attrs)
+	if level == auditv1.LevelNone {
+		next.ServeHTTP(w, r)
+		return
+	}
+	rec := &auditRecord{level: level}
+	buf := &bufferedResponse{header: w.Header()}
+	next.ServeHTTP(buf, r.WithContext(withAuditRecord(ctx, rec)))
+
+	ev := a.event(r, attrs, rec, received, buf)
+	if err := a.sink.Write(ev); err != nil {
+		a.logger.ErrorContext(ctx, "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
+		for k := range w.Header() {
+			w.Header().Del(k)
+		}
+		st := apierrors.NewInternalError(errAuditUnavailable).Status()
+		writeStatus(w, &st)
+		return
+	}
+	buf.flushTo(w)
+}
+
+var errAuditUnavailable = auditUnavailable{}
+
+type auditUnavailable struct{}
+
+func (auditUnavailable) Error() string { return "the audit log cannot be written" }
+
+func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *auditRecord, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
+	ev := &auditv1.Event{
+		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
+		Level:                    rec.level,
+		AuditID:                  types.UID(uuid.NewString()),
+		Stage:                    auditv1.StageResponseComplete,
+		RequestURI:               r.URL.RequestURI(),
+		Verb:                     attrs.GetVerb(),
+		UserAgent:                r.UserAgent(),
+		SourceIPs:                sourceIPs(r),
+		RequestReceivedTimestamp: received,
+		StageTimestamp:           metav1.NewMicroTime(time.Now()),
+	}
+	if u := attrs.GetUser(); u != nil {
+		ev.User = userInfo(u)
+	}
+	if attrs.IsResourceRequest() {
+		ev.ObjectRef = &auditv1.ObjectReference{
+			Resource:    attrs.GetResource(),
+			Namespace:   attrs.GetNamespace(),
+			Name:        attrs.GetName(),
+			APIGroup:    attrs.GetAPIGroup(),
+			APIVersion:  attrs.GetAPIVersion(),
+			Subresource: attrs.GetSubresource(),
+		}
+	}
+	status := &metav1.Status{Code: int32(resp.statusCode())}
+	if status.Code >= 400 {
+		// A failure's Status is the client's own error text, safe to keep.
+		if st, ok := decodeStatus(resp); ok {
+			status = &metav1.Status{Status: st.Status, Message: st.Message, Reason: st.Reason, Code: st.Code}
+		}
+	}
+	ev.ResponseStatus = status
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.annotations) > 0 {
+		ev.Annotations = rec.annotations
+	}
+	if audit.AtLeast(rec.level, auditv1.LevelRequest) {
+		ev.RequestObject = rec.request
+	}
+	if audit.AtLeast(rec.level, auditv1.LevelRequestResponse) {
+		ev.ResponseObject = rec.response
+	}
+	return ev
+}
+
+func userInfo(u user.Info) authenticationv1.UserInfo {
+	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+	if extra := u.GetExtra(); len(extra) > 0 {
+		info.Extra = map[string]authenticationv1.ExtraValue{}
+		for k, v := range extra {
+			info.Extra[k] = v
+		}
+	}
+	return info
+}
+
+func sourceIPs(r *http.Request) []string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return []string{r.RemoteAddr}
+	}
+	return []string{host}
+}
+
+// attributesFrom describes the request for the audit policy and the
+// authorizer, from the user and request info in ctx.
+func attributesFrom(ctx context.Context, r *http.Request) authorizer.Attributes {
+	attrs := authorizer.AttributesRecord{Path: r.URL.Path}
+	if u, ok := request.UserFrom(ctx); ok {
+		attrs.User = u
+	} else {
+		attrs.User = &user.DefaultInfo{}
+	}
+	info, ok := request.RequestInfoFrom(ctx)
+	if !ok {
+		return attrs
+	}
+	attrs.Verb = info.Verb
+	attrs.ResourceRequest = info.IsResourceRequest
+	attrs.Path = info.Path
+	attrs.APIGroup = info.APIGroup
+	attrs.APIVersion = info.APIVersion
+	attrs.Resource = info.Resource
+	attrs.Subresource = info.Subresource
+	attrs.Namespace = info.Namespace
+	attrs.Name = info.Name
+	return attrs
+}
+
+// bufferedResponse holds a response until it may be sent.
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.code == 0 {
+		b.code = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+func (b *bufferedResponse) statusCode() int {
+	if b.code == 0 {
+		return http.StatusOK
+	}
+	return b.code
+}
+
+func (b *bufferedResponse) flushTo(w http.ResponseWriter) {
+	w.WriteHeader(b.statusCode())
+	w.Write(b.body.Bytes())
+}
+
+// decodeStatus reads the metav1.Status of an error response; every error
+// response is written by writeStatus, as JSON.
+func decodeStatus(b *bufferedResponse) (*metav1.Status, bool) {
+	var st metav1.Status
+	if err := json.Unmarshal(b.body.Bytes(), &st); err != nil || st.Kind != "Status" {
+		return nil, false
+	}
+	return &st, true
+}

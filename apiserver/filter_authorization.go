@@ -1,0 +1,68 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// Audit annotations of the authorization decision, as kube-apiserver
+// writes them.
+const (
+	decisionAnnotation = "authorization.k8s.io/decision"
+	reasonAnnotation   = "authorization.k8s.io/reason"
+)
+
+// withAuthorization lets the request through only if the authorizer
+// explicitly allows it. No opinion, a denial and an authorizer error all
+// refuse it.
+func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		attrs := attributesFrom(ctx, r)
+		decision, reason, err := authz.Authorize(ctx, attrs)
+		if decision == authorizer.DecisionAllow {
+			auditAnnotate(ctx, decisionAnnotation, "allow")
+			auditAnnotate(ctx, reasonAnnotation, reason)
+			next.ServeHTTP(w, r)
+			return
+		}
+		auditAnnotate(ctx, decisionAnnotation, "forbid")
+		if err != nil {
+			logger.ErrorContext(ctx, "authorization failed", "user", attrs.GetUser().GetName(), "err", err)
+			auditAnnotate(ctx, reasonAnnotation, "authorizer error")
+			st := apierrors.NewInternalError(errors.New("the authorization decision could not be made")).Status()
+			writeStatus(w, &st)
+			return
+		}
+		auditAnnotate(ctx, reasonAnnotation, reason)
+		msg := forbiddenMessage(attrs)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		gr := schema.GroupResource{Group: attrs.GetAPIGroup(), Resource: attrs.GetResource()}
+		st := apierrors.NewForbidden(gr, attrs.GetName(), errors.New(msg)).Status()
+		writeStatus(w, &st)
+	})
+}
+
+// forbiddenMessage words a refusal as kube-apiserver does.
+func forbiddenMessage(a authorizer.Attributes) string {
+	name := a.GetUser().GetName()
+	if !a.IsResourceRequest() {
+		return fmt.Sprintf("User %q cannot %s path %q", name, a.GetVerb(), a.GetPath())
+	}
+	resource := a.GetResource()
+	if a.GetSubresource() != "" {
+		resource += "/" + a.GetSubresource()
+	}
+	if ns := a.GetNamespace(); ns != "" {
+		return fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", name, a.GetVerb(), resource, a.GetAPIGroup(), ns)
+	}
+	return fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", name, a.GetVerb(), resource, a.GetAPIGroup())
+}

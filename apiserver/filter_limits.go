@@ -1,0 +1,36 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// limits bound what one request may take.
+type limits struct {
+	maxBodyBytes int64
+	timeout      time.Duration
+	// inFlight holds a token per request being served.
+	inFlight chan struct{}
+}
+
+// withLimits refuses requests beyond the in-flight bound with 429 and a
+// Retry-After, caps the request body, and gives the request a deadline.
+func withLimits(next http.Handler, l *limits) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case l.inFlight <- struct{}{}:
+			defer func() { <-l.inFlight }()
+		default:
+			st := apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1).Status()
+			writeStatus(w, &st)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
+		defer cancel()
+		r.Body = http.MaxBytesReader(w, r.Body, l.maxBodyBytes)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

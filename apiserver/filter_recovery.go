@@ -1,0 +1,30 @@
+package apiserver
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// withRecovery turns a panic in a handler into a 500 Status and a log
+// entry, so one bad request cannot take the server down.
+func withRecovery(next http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			logger.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			st := apierrors.NewInternalError(errors.New("an internal error occurred; see the server log")).Status()
+			writeStatus(w, &st)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

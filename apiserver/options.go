@@ -1,0 +1,121 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/datadir"
+	"github.com/trustplane/trustplane/etcd"
+	"github.com/trustplane/trustplane/pki"
+)
+
+// Options are the API server's flags, named as kube-apiserver's.
+type Options struct {
+	DataDir             string
+	BindAddress         string
+	SecurePort          int
+	EtcdServers         []string
+	RequestTimeout      time.Duration
+	MaxRequestBodyBytes int64
+	MaxRequestsInFlight int
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:             datadir.DefaultDir,
+		BindAddress:         "127.0.0.1",
+		SecurePort:          6443,
+		EtcdServers:         []string{"https://127.0.0.1:2379"},
+		RequestTimeout:      DefaultRequestTimeout,
+		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
+		MaxRequestsInFlight: DefaultMaxRequestsInFlight,
+	}
+}
+
+// Address is where the server listens.
+func (o *Options) Address() string {
+	return net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--dir is empty"))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is out of range", o.SecurePort))
+	}
+	if len(o.EtcdServers) == 0 {
+		errs = append(errs, errors.New("--etcd-servers is empty"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Config reads the data directory and connects to etcd. The returned
+// close function closes the etcd client and the audit log.
+func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, func() error, error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	l := datadir.Layout{Dir: o.DataDir}
+	serving, err := pki.LoadKeyPair(l.PKI(), pki.APIServerName)
+	if err != nil {
+		return nil, nil, err
+	}
+	clientCA, err := pki.LoadCertPool(filepath.Join(l.PKI(), pki.ClusterCAName+".crt"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(l.EncryptionConfig()); err != nil {
+		return nil, nil, fmt.Errorf("encryption config: %w (run trustplane init)", err)
+	}
+	transformers, err := storage.LoadEncryption(ctx, l.EncryptionConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, err := audit.LoadPolicy(l.AuditPolicy())
+	if err != nil {
+		return nil, nil, err
+	}
+	etcdClient, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(l.PKI(), o.EtcdServers))
+	if err != nil {
+		return nil, nil, err
+	}
+	auditLog, err := audit.OpenWriter(l.AuditLog())
+	if err != nil {
+		etcdClient.Close()
+		return nil, nil, err
+	}
+	c := &Config{
+		ServingCert:         serving,
+		ClientCA:            clientCA,
+		Etcd:                etcdClient,
+		Transformers:        transformers,
+		AuditPolicy:         policy,
+		AuditSink:           auditLog,
+		RequestTimeout:      o.RequestTimeout,
+		EtcdTimeout:         DefaultEtcdTimeout,
+		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
+		MaxRequestsInFlight: o.MaxRequestsInFlight,
+		Logger:              logger,
+	}
+	closeAll := func() error { return errors.Join(etcdClient.Close(), auditLog.Close()) }
+	return c, closeAll, nil
+}

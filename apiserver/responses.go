@@ -1,0 +1,108 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+)
+
+// responder writes objects and errors in the API's formats.
+type responder struct {
+	scheme *runtime.Scheme
+	codecs runtime.NegotiatedSerializer
+	logger *slog.Logger
+}
+
+// object writes obj with the status code, in the format the client asked
+// for first among those served, and records it for the audit log.
+func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	_, info, err := negotiation.NegotiateOutputMediaType(r, rs.codecs, negotiation.DefaultEndpointRestrictions)
+	if err != nil {
+		rs.error(w, r, err)
+		return
+	}
+	gvks, _, err := rs.scheme.ObjectKinds(obj)
+	if err != nil {
+		rs.error(w, r, err)
+		return
+	}
+	encoder := rs.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion())
+	var buf bytes.Buffer
+	if err := encoder.Encode(obj, &buf); err != nil {
+		rs.error(w, r, err)
+		return
+	}
+	auditResponseObject(r.Context(), obj)
+	w.Header().Set("Content-Type", info.MediaType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// error writes err as a metav1.Status in JSON. Errors that are not API
+// errors are internal: their text goes to the log, never to the client.
+func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(r.Context(), w, rs.logger, err)
+}
+
+func writeError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger, err error) {
+	var status metav1.Status
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		status = apiStatus.Status()
+	} else {
+		logger.ErrorContext(ctx, "internal error", "err", err)
+		status = apierrors.NewInternalError(errors.New("an internal error occurred; see the server log")).Status()
+	}
+	writeStatus(w, &status)
+}
+
+func writeStatus(w http.ResponseWriter, status *metav1.Status) {
+	status.Kind = "Status"
+	status.APIVersion = "v1"
+	if status.Status == "" {
+		status.Status = metav1.StatusFailure
+	}
+	code := int(status.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	body, _ := json.Marshal(status)
+	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(append(body, '\n'))
+}
+
+// metaAccessor is meta.Accessor for objects the scheme serves, which all
+// have ObjectMeta.
+func metaAccessor(obj runtime.Object) (metav1.Object, error) {
+	return meta.Accessor(obj)
+}
+
+// json writes a document that is only ever served as JSON: discovery,
+// version and health.
+func (rs *responder) json(w http.ResponseWriter, code int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(context.Background(), w, rs.logger, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(body)
+}

@@ -1,0 +1,403 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+// notFound is kube-apiserver's answer for a path it does not serve.
+func notFound() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotFound,
+		Reason:  metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+	}}
+}
+
+// serveResource dispatches a resource request to its verb handler.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
+	res, ok := s.registry.lookup(info.APIGroup, info.APIVersion, info.Resource)
+	if !ok || info.Subresource != "" {
+		s.respond.error(w, r, notFound())
+		return
+	}
+	namespace := info.Namespace
+	if !res.namespaced {
+		// The request info names a namespace as its own namespace;
+		// cluster-scoped objects have none.
+		if info.Resource != "namespaces" && namespace != "" {
+			s.respond.error(w, r, notFound())
+			return
+		}
+		namespace = ""
+	} else if namespace == "" && info.Verb != "list" {
+		s.respond.error(w, r, notFound())
+		return
+	}
+	req := &restRequest{res: res, namespace: namespace, name: info.Name}
+	switch info.Verb {
+	case "get":
+		s.get(w, r, req)
+	case "list":
+		s.list(w, r, req)
+	case "create":
+		if info.Name != "" {
+			s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), "create"))
+			return
+		}
+		s.create(w, r, req)
+	case "update":
+		s.update(w, r, req)
+	case "delete":
+		s.delete(w, r, req)
+	default:
+		s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+	}
+}
+
+// restRequest is what the verb handlers need of a resource request.
+type restRequest struct {
+	res       *resource
+	namespace string
+	name      string
+}
+
+func (q *restRequest) key(name string) string {
+	return storage.Key(q.res.groupResource(), q.namespace, name)
+}
+
+// storageError turns a storage error into the API error naming the object.
+func (q *restRequest) storageError(err error, name string) error {
+	gr := q.res.groupResource()
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	}
+	return err
+}
+
+const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+func userFrom(ctx context.Context) user.Info {
+	u, _ := request.UserFrom(ctx)
+	return u
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	obj := q.res.newObject()
+	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
+		s.respond.error(w, r, q.storageError(err, q.name))
+		return
+	}
+	s.respond.object(w, r, http.StatusOK, obj)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	query := r.URL.Query()
+	labelSel, err := labels.Parse(query.Get("labelSelector"))
+	if err != nil {
+		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector: %v", err)))
+		return
+	}
+	fieldSel, err := fields.ParseSelector(query.Get("fieldSelector"))
+	if err != nil {
+		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldSelector: %v", err)))
+		return
+	}
+	supported := q.res.fieldLabels()
+	for _, req := range fieldSel.Requirements() {
+		if !supported[req.Field] {
+			s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field)))
+			return
+		}
+	}
+	var items []runtime.Object
+	rev, err := s.store.List(r.Context(), q.res.groupResource(), storage.ListPrefix(q.res.groupResource(), q.namespace), q.res.newObject, func(obj runtime.Object) error {
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if !labelSel.Matches(labels.Set(accessor.GetLabels())) {
+			return nil
+		}
+		set, err := q.res.objectFields(obj)
+		if err != nil {
+			return err
+		}
+		if fieldSel.Matches(set) {
+			items = append(items, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	list := q.res.newList()
+	if err := meta.SetList(list, items); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	listMeta, err := meta.ListAccessor(list)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	listMeta.SetResourceVersion(fmt.Sprint(rev))
+	s.respond.object(w, r, http.StatusOK, list)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	ctx := r.Context()
+	dry, err := dryRun(r.URL.Query()["dryRun"])
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeObject(w, r, q.res)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	auditRequestObject(ctx, obj)
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if err := checkNamespace(accessor, q); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if accessor.GetResourceVersion() != "" {
+		s.respond.error(w, r, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created"))
+		return
+	}
+	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
+		accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
+	}
+	// System fields are the server's to set.
+	accessor.SetUID(types.UID(uuid.NewString()))
+	accessor.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	accessor.SetDeletionTimestamp(nil)
+	accessor.SetDeletionGracePeriodSeconds(nil)
+	if q.res.prepareCreate != nil {
+		q.res.prepareCreate(obj)
+	}
+
+	attrs := s.admissionAttributes(ctx, q, obj, nil, accessor.GetName(), admission.Create, &metav1.CreateOptions{}, dry)
+	if err := s.admit(ctx, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if err := s.validate(ctx, q.res, obj, nil, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if !dry {
+		if err := s.store.Create(ctx, q.res.groupResource(), q.key(accessor.GetName()), obj); err != nil {
+			s.respond.error(w, r, q.storageError(err, accessor.GetName()))
+			return
+		}
+	}
+	s.respond.object(w, r, http.StatusCreated, obj)
+}
+
+// checkNamespace makes the object's namespace agree with the URL's.
+func checkNamespace(accessor metav1.Object, q *restRequest) error {
+	if !q.res.namespaced {
+		accessor.SetNamespace("")
+		return nil
+	}
+	switch accessor.GetNamespace() {
+	case "":
+		accessor.SetNamespace(q.namespace)
+	case q.namespace:
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// maxUpdateAttempts bounds retries of an unconditional update that races
+// with other writers.
+const maxUpdateAttempts = 5
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	ctx := r.Context()
+	dry, err := dryRun(r.URL.Query()["dryRun"])
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeObject(w, r, q.res)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	auditRequestObject(ctx, obj)
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if accessor.GetName() != q.name {
+		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name)))
+		return
+	}
+	if err := checkNamespace(accessor, q); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	wantRV := accessor.GetResourceVersion()
+	if _, err := storage.ParseResourceVersion(wantRV); err != nil {
+		s.respond.error(w, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		old := q.res.newObject()
+		if err := s.store.Get(ctx, q.res.groupResource(), q.key(q.name), old); err != nil {
+			s.respond.error(w, r, q.storageError(err, q.name))
+			return
+		}
+		oldAccessor, err := meta.Accessor(old)
+		if err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if wantRV != "" && wantRV != oldAccessor.GetResourceVersion() {
+			s.respond.error(w, r, q.storageError(storage.ErrConflict, q.name))
+			return
+		}
+		if uid := accessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
+			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID())))
+			return
+		}
+		next := obj.DeepCopyObject()
+		nextAccessor, _ := meta.Accessor(next)
+		// System fields stay as stored.
+		nextAccessor.SetUID(oldAccessor.GetUID())
+		nextAccessor.SetCreationTimestamp(oldAccessor.GetCreationTimestamp())
+		nextAccessor.SetGeneration(oldAccessor.GetGeneration())
+		nextAccessor.SetDeletionTimestamp(oldAccessor.GetDeletionTimestamp())
+		nextAccessor.SetDeletionGracePeriodSeconds(oldAccessor.GetDeletionGracePeriodSeconds())
+		nextAccessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+		if q.res.prepareUpdate != nil {
+			q.res.prepareUpdate(next, old)
+		}
+		attrs := s.admissionAttributes(ctx, q, next, old, q.name, admission.Update, &metav1.UpdateOptions{}, dry)
+		if err := s.admit(ctx, attrs); err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if err := s.validate(ctx, q.res, next, old, attrs); err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if dry {
+			s.respond.object(w, r, http.StatusOK, next)
+			return
+		}
+		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
+		err = s.store.Update(ctx, q.res.groupResource(), q.key(q.name), rev, next)
+		if errors.Is(err, storage.ErrConflict) && wantRV == "" && attempt < maxUpdateAttempts {
+			continue
+		}
+		if err != nil {
+			s.respond.error(w, r, q.storageError(err, q.name))
+			return
+		}
+		s.respond.object(w, r, http.StatusOK, next)
+		return
+	}
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	ctx := r.Context()
+	opts, err := s.decodeDeleteOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	dry, err := dryRun(opts.DryRun)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	old := q.res.newObject()
+	if err := s.store.Get(ctx, q.res.groupResource(), q.key(q.name), old); err != nil {
+		s.respond.error(w, r, q.storageError(err, q.name))
+		return
+	}
+	oldAccessor, err := meta.Accessor(old)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != oldAccessor.GetUID() {
+			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, oldAccessor.GetUID())))
+			return
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != oldAccessor.GetResourceVersion() {
+			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, oldAccessor.GetResourceVersion())))
+			return
+		}
+	}
+	attrs := s.admissionAttributes(ctx, q, nil, old, q.name, admission.Delete, opts, dry)
+	if err := s.admit(ctx, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if err := s.validateAdmission(ctx, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if !dry {
+		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
+		// A namespace goes with everything in it, in one transaction, so
+		// nothing is left behind in a namespace that no longer exists.
+		var prefixes []string
+		if q.res.gvr.Resource == "namespaces" && q.res.gvr.Group == "" {
+			for _, nsRes := range s.registry.namespaced() {
+				prefixes = append(prefixes, storage.ListPrefix(nsRes.groupResource(), q.name))
+			}
+		}
+		if _, err := s.store.Delete(ctx, q.key(q.name), rev, prefixes...); err != nil {
+			s.respond.error(w, r, q.storageError(err, q.name))
+			return
+		}
+	}
+	s.respond.object(w, r, http.StatusOK, &metav1.Status{
+		Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{
+			Name:  q.name,
+			Group: q.res.gvr.Group,
+			Kind:  q.res.gvr.Resource,
+			UID:   oldAccessor.GetUID(),
+		},
+	})
+}

@@ -1,0 +1,28 @@
+package apiserver
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// newScheme registers the served kinds and the meta types.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
+	return s, nil
+}
+
+// codecs serves JSON, YAML and protobuf without conversion: trustplane
+// stores and serves each kind in its one external version.
+func newCodecs(s *runtime.Scheme) runtime.NegotiatedSerializer {
+	return serializer.NewCodecFactory(s, serializer.EnableStrict).WithoutConversion()
+}

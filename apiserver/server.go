@@ -1,0 +1,275 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/storage/value"
+
+	"github.com/trustplane/trustplane/admission"
+	"github.com/trustplane/trustplane/apiserver/authn"
+	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/pki"
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// AuditSink stores audit events. An error means the event was not stored,
+// and the request it describes is refused.
+type AuditSink interface {
+	Write(*auditv1.Event) error
+}
+
+// Config is a validated API server configuration; see Options for the
+// flags it is built from.
+type Config struct {
+	// ServingCert is the server's TLS certificate.
+	ServingCert tls.Certificate
+	// ClientCA verifies client certificates.
+	ClientCA *x509.CertPool
+	// Etcd is the client to etcd, as the API server's etcd identity.
+	Etcd *clientv3.Client
+	// Transformers encrypt resources at rest; Secrets must have one.
+	Transformers map[schema.GroupResource]value.Transformer
+	AuditPolicy  *audit.Policy
+	AuditSink    AuditSink
+	// RequestTimeout bounds each request; EtcdTimeout each etcd call.
+	RequestTimeout time.Duration
+	EtcdTimeout    time.Duration
+	// MaxRequestBodyBytes caps request bodies; larger ones get 413.
+	MaxRequestBodyBytes int64
+	// MaxRequestsInFlight bounds concurrent requests; beyond it, 429.
+	MaxRequestsInFlight int
+	Logger              *slog.Logger
+}
+
+// Default limits, as kube-apiserver's.
+const (
+	DefaultRequestTimeout      = 60 * time.Second
+	DefaultEtcdTimeout         = 30 * time.Second
+	DefaultMaxRequestBodyBytes = 3 << 20
+	DefaultMaxRequestsInFlight = 600
+)
+
+func (c *Config) validate() error {
+	var errs []error
+	if len(c.ServingCert.Certificate) == 0 {
+		errs = append(errs, errors.New("serving certificate is not set"))
+	}
+	if c.ClientCA == nil {
+		errs = append(errs, errors.New("client CA is not set"))
+	}
+	if c.Etcd == nil {
+		errs = append(errs, errors.New("etcd client is not set"))
+	}
+	if _, ok := c.Transformers[schema.GroupResource{Resource: "secrets"}]; !ok {
+		errs = append(errs, errors.New("no encryption transformer for secrets"))
+	}
+	if c.AuditPolicy == nil {
+		errs = append(errs, errors.New("audit policy is not set"))
+	}
+	if c.AuditSink == nil {
+		errs = append(errs, errors.New("audit sink is not set"))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("request timeout must be positive, got %s", c.RequestTimeout))
+	}
+	if c.EtcdTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("etcd timeout must be positive, got %s", c.EtcdTimeout))
+	}
+	if c.MaxRequestBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max request body bytes must be positive, got %d", c.MaxRequestBodyBytes))
+	}
+	if c.MaxRequestsInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("max requests in flight must be positive, got %d", c.MaxRequestsInFlight))
+	}
+	if c.Logger == nil {
+		errs = append(errs, errors.New("logger is not set"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the API server.
+type Server struct {
+	logger           *slog.Logger
+	scheme           *runtime.Scheme
+	codecs           runtime.NegotiatedSerializer
+	registry         *registry
+	discovery        *discovery
+	store            *storage.Store
+	requestInfo      request.RequestInfoResolver
+	authn            authenticator.Request
+	authz            authorizer.Authorizer
+	mutating         k8sadmission.MutationInterface
+	validating       k8sadmission.ValidationInterface
+	objectInterfaces k8sadmission.ObjectInterfaces
+	auditor          *auditor
+	limits           *limits
+	respond          *responder
+	tlsConfig        *tls.Config
+	handler          http.Handler
+	etcd             *clientv3.Client
+	requestTimeout   time.Duration
+}
+
+// New builds the server from c.
+func New(c Config) (*Server, error) {
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("apiserver config: %w", err)
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := newRegistry(scheme)
+	if err != nil {
+		return nil, err
+	}
+	store, err := storage.New(c.Etcd, scheme, c.Transformers, c.EtcdTimeout)
+	if err != nil {
+		return nil, err
+	}
+	reader := storeReader{store: store}
+	authenticator, err := authn.New(authn.Config{ClientCA: c.ClientCA})
+	if err != nil {
+		return nil, err
+	}
+	authz, err := rbac.New(reader)
+	if err != nil {
+		return nil, err
+	}
+	lifecycle, err := admission.NewNamespaceLifecycle(reader)
+	if err != nil {
+		return nil, err
+	}
+	chain := k8sadmission.NewChainHandler(lifecycle)
+	s := &Server{
+		logger:           c.Logger,
+		scheme:           scheme,
+		codecs:           newCodecs(scheme),
+		registry:         reg,
+		discovery:        newDiscovery(reg),
+		store:            store,
+		requestInfo:      newRequestInfoResolver(),
+		authn:            authenticator,
+		authz:            authz,
+		mutating:         chain,
+		validating:       chain,
+		objectInterfaces: k8sadmission.NewObjectInterfacesFromScheme(scheme),
+		auditor:          &auditor{policy: c.AuditPolicy, sink: c.AuditSink, logger: c.Logger},
+		limits: &limits{
+			maxBodyBytes: c.MaxRequestBodyBytes,
+			timeout:      c.RequestTimeout,
+			inFlight:     make(chan struct{}, c.MaxRequestsInFlight),
+		},
+		etcd:           c.Etcd,
+		requestTimeout: c.RequestTimeout,
+	}
+	s.respond = &responder{scheme: scheme, codecs: s.codecs, logger: c.Logger}
+	s.tlsConfig = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: pki.CipherSuites(),
+		Certificates: []tls.Certificate{c.ServingCert},
+		// A client certificate is optional (health probes need none),
+		// but one that does not verify against the cluster CA fails the
+		// handshake.
+		ClientAuth: tls.VerifyClientCertIfGiven,
+		ClientCAs:  c.ClientCA,
+		NextProtos: []string{"h2", "http/1.1"},
+	}
+	s.handler = buildChain(http.HandlerFunc(s.route), s.pipeline(), nil)
+	return s, nil
+}
+
+// Run creates the bootstrap objects, then serves HTTPS on ln until ctx is
+// done. Shutdown stops accepting connections and waits up to 10 seconds
+// for requests in flight.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if err := s.bootstrap(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         s.tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.requestTimeout,
+		WriteTimeout:      s.requestTimeout + 10*time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	s.logger.Info("API server serving", "address", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+// route serves what passed the filter chain.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	info, _ := request.RequestInfoFrom(r.Context())
+	if info != nil && info.IsResourceRequest {
+		s.serveResource(w, r, info)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.respond.error(w, r, notFound())
+		return
+	}
+	switch r.URL.Path {
+	case "/version", "/version/":
+		s.respond.json(w, http.StatusOK, Version)
+		return
+	case "/livez", "/healthz", "/readyz":
+		s.health(w, r)
+		return
+	}
+	if !s.discovery.serve(w, r, s.respond) {
+		s.respond.error(w, r, notFound())
+	}
+}
+
+// health answers the probes: /livez when the process serves, /readyz and
+// /healthz when etcd answers too.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/livez" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+			s.logger.WarnContext(ctx, "readiness check failed", "err", err)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("[-]etcd failed: reason withheld\nreadyz check failed\n"))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok"))
+}

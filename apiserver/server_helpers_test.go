@@ -1,0 +1,187 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
+	"github.com/trustplane/trustplane/pki"
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// testServer is an API server on a loopback port, over a real etcd with
+// mutual TLS, stopped at cleanup.
+type testServer struct {
+	url      string
+	etcd     *etcdtest.Etcd
+	server   *Server
+	auditLog string
+}
+
+type serverOption func(*Config)
+
+func startServer(t testing.TB, opts ...serverOption) *testServer {
+	t.Helper()
+	e := etcdtest.Start(t)
+	encPath := filepath.Join(e.Dir, "encryption-config.yaml")
+	enc, err := storage.NewEncryptionConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(encPath, enc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	transformers, err := storage.LoadEncryption(context.Background(), encPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := audit.ParsePolicy([]byte(audit.DefaultPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(e.Dir, "audit", "audit.log")
+	w, err := audit.OpenWriter(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	serving, err := pki.LoadKeyPair(e.PKI.Dir, pki.APIServerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		ServingCert:         serving,
+		ClientCA:            e.PKI.ClusterCA.Pool(),
+		Etcd:                e.Client(t),
+		Transformers:        transformers,
+		AuditPolicy:         policy,
+		AuditSink:           w,
+		RequestTimeout:      DefaultRequestTimeout,
+		EtcdTimeout:         DefaultEtcdTimeout,
+		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
+		MaxRequestsInFlight: DefaultMaxRequestsInFlight,
+		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	ts := &testServer{url: "https://" + ln.Addr().String(), etcd: e, server: s, auditLog: auditLog}
+	ts.waitReady(t)
+	return ts
+}
+
+func (ts *testServer) waitReady(t testing.TB) {
+	t.Helper()
+	c := ts.httpClient(t, nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := c.Get(ts.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// identity is a client certificate from the cluster CA.
+type identity struct {
+	user   string
+	groups []string
+}
+
+var (
+	admin     = &identity{user: "admin", groups: []string{rbac.ClusterAdminsGroup}}
+	scheduler = &identity{user: rbac.SchedulerUser}
+)
+
+func (ts *testServer) certificate(t testing.TB, id *identity) (certPEM, keyPEM []byte) {
+	t.Helper()
+	certPEM, keyPEM, err := ts.etcd.PKI.ClusterCA.Issue(pki.Request{CommonName: id.user, Organizations: id.groups, Profile: pki.Client, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM, keyPEM
+}
+
+// restConfig is a client-go configuration for id, or without credentials
+// when id is nil.
+func (ts *testServer) restConfig(t testing.TB, id *identity) *rest.Config {
+	t.Helper()
+	cfg := &rest.Config{
+		Host:            ts.url,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ts.etcd.PKI.ClusterCA.CertPEM},
+		QPS:             -1,
+	}
+	if id != nil {
+		cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = ts.certificate(t, id)
+	}
+	return cfg
+}
+
+func (ts *testServer) clientset(t testing.TB, id *identity) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(ts.restConfig(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// httpClient is a plain HTTPS client for id (nil: no certificate).
+func (ts *testServer) httpClient(t testing.TB, id *identity) *http.Client {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: ts.etcd.PKI.ClusterCA.Pool()}
+	if id != nil {
+		certPEM, keyPEM := ts.certificate(t, id)
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

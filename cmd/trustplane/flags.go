@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/trustplane/trustplane/apiserver"
+	"github.com/trustplane/trustplane/datadir"
+	"github.com/trustplane/trustplane/pki"
+)
+
+// clusterFlags are the flags init and up share: where the data lives and
+// what names the certificates must carry.
+type clusterFlags struct {
+	apiserver        *apiserver.Options
+	advertiseAddress string
+	extraSANs        []string
+	certValidity     time.Duration
+}
+
+func newClusterFlags() *clusterFlags {
+	return &clusterFlags{apiserver: apiserver.NewOptions(), certValidity: pki.DefaultLeafValidity}
+}
+
+func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
+	fs.StringVar(&f.apiserver.DataDir, "dir", f.apiserver.DataDir, "data directory")
+	fs.StringVar(&f.apiserver.BindAddress, "bind-address", f.apiserver.BindAddress, "IP address the API server listens on")
+	fs.IntVar(&f.apiserver.SecurePort, "secure-port", f.apiserver.SecurePort, "HTTPS port of the API server")
+	fs.StringVar(&f.advertiseAddress, "advertise-address", "", "IP address clients reach the API server at (default: the bind address, or 127.0.0.1 when it binds all addresses)")
+	fs.StringSliceVar(&f.extraSANs, "apiserver-cert-extra-sans", nil, "extra DNS names and IP addresses for the serving certificates")
+	fs.DurationVar(&f.certValidity, "cert-validity", f.certValidity, "validity of issued leaf certificates")
+}
+
+func (f *clusterFlags) validate() error {
+	var errs []error
+	if f.advertiseAddress != "" && net.ParseIP(f.advertiseAddress) == nil {
+		errs = append(errs, fmt.Errorf("--advertise-address %q is not an IP address", f.advertiseAddress))
+	}
+	if f.certValidity <= 0 {
+		errs = append(errs, fmt.Errorf("--cert-validity %s must be positive", f.certValidity))
+	}
+	return errors.Join(append(errs, f.apiserver.Validate())...)
+}
+
+// serverHost is the address clients use.
+func (f *clusterFlags) serverHost() string {
+	if f.advertiseAddress != "" {
+		return f.advertiseAddress
+	}
+	if ip := net.ParseIP(f.apiserver.BindAddress); ip != nil && !ip.IsUnspecified() {
+		return f.apiserver.BindAddress
+	}
+	return "127.0.0.1"
+}
+
+func (f *clusterFlags) serverURL() string {
+	return (&url.URL{Scheme: "https", Host: net.JoinHostPort(f.serverHost(), strconv.Itoa(f.apiserver.SecurePort))}).String()
+}
+
+func (f *clusterFlags) initOptions() datadir.Options {
+	hosts := append([]string{f.serverHost()}, f.extraSANs...)
+	return datadir.Options{
+		Dir:          f.apiserver.DataDir,
+		Hosts:        hosts,
+		APIServerURL: f.serverURL(),
+		LeafValidity: f.certValidity,
+	}
+}

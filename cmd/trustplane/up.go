@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trustplane/trustplane/datadir"
+)
+
+func newUpCommand() *cobra.Command {
+	f := newClusterFlags()
+	var e etcdFlags
+	var etcdServers []string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Initialise the data directory if needed and run etcd and the API server",
+		Long: `Run a control plane in one process: etcd (unless --etcd-servers names an external
+one) and the API server, each connecting to the other over mutual TLS with its
+own credentials. SIGINT or SIGTERM stop it; a restart keeps all data.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			if err := e.validate(); err != nil {
+				return err
+			}
+			if err := runInit(cmd, f); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			logger := newLogger()
+			o := *f.apiserver
+			if len(etcdServers) > 0 {
+				o.EtcdServers = etcdServers
+			} else {
+				srv, err := startEtcd(ctx, o.DataDir, &e, logger)
+				if err != nil {
+					return err
+				}
+				// Stop etcd after the API server has finished.
+				defer srv.Close()
+				o.EtcdServers = []string{srv.ClientURL()}
+				go func() {
+					select {
+					case err := <-srv.Err():
+						logger.Error("etcd failed; stopping", "err", err)
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+			}
+			abs, err := filepath.Abs(datadir.Layout{Dir: o.DataDir}.Kubeconfig("admin"))
+			if err != nil {
+				return err
+			}
+			return runAPIServer(ctx, &o, logger, func() {
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "trustplane is up: API server at %s\n", f.serverURL())
+				fmt.Fprintf(out, "export KUBECONFIG=%s\n", abs)
+			})
+		},
+	}
+	f.addTo(cmd.Flags())
+	e.addTo(cmd.Flags())
+	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
+	return cmd
+}

@@ -1,0 +1,171 @@
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/pki"
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// Options configures Init.
+type Options struct {
+	Dir string
+	// Hosts are extra names and addresses for the serving certificates.
+	Hosts []string
+	// APIServerURL is the server the kubeconfigs point at.
+	APIServerURL string
+	CAValidity   time.Duration
+	LeafValidity time.Duration
+}
+
+// Identity is a client identity that gets a kubeconfig.
+type Identity struct {
+	File   string // kubeconfig name, without .conf
+	User   string
+	Groups []string
+}
+
+// Identities are the kubeconfigs Init writes.
+var Identities = []Identity{
+	{File: "admin", User: "admin", Groups: []string{rbac.ClusterAdminsGroup}},
+	{File: "scheduler", User: rbac.SchedulerUser},
+	{File: "controller-manager", User: rbac.ControllerManagerUser},
+}
+
+// Init creates what is missing of the data directory and keeps what
+// exists: no key, certificate or configuration is ever replaced. The one
+// thing it updates is the server URL in existing kubeconfigs, when the API
+// server moved. It returns what it created or changed, relative to Dir.
+func Init(o Options) ([]string, error) {
+	if o.Dir == "" {
+		return nil, errors.New("data directory is not set")
+	}
+	if o.APIServerURL == "" {
+		return nil, errors.New("API server URL is not set")
+	}
+	if o.CAValidity == 0 {
+		o.CAValidity = pki.DefaultCAValidity
+	}
+	if o.LeafValidity == 0 {
+		o.LeafValidity = pki.DefaultLeafValidity
+	}
+	l := Layout{Dir: o.Dir}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(o.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	tree, err := pki.Init(pki.Options{Dir: l.PKI(), Hosts: o.Hosts, CAValidity: o.CAValidity, LeafValidity: o.LeafValidity})
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, f := range tree.Created {
+		changed = append(changed, filepath.Join("pki", f))
+	}
+	for _, id := range Identities {
+		did, err := ensureKubeconfig(l.Kubeconfig(id.File), tree.ClusterCA, id, o)
+		if err != nil {
+			return nil, err
+		}
+		if did != "" {
+			changed = append(changed, id.File+".conf ("+did+")")
+		}
+	}
+	if created, err := ensureFile(l.EncryptionConfig(), storage.NewEncryptionConfig); err != nil {
+		return nil, err
+	} else if created {
+		changed = append(changed, filepath.Base(l.EncryptionConfig()))
+	}
+	if created, err := ensureFile(l.AuditPolicy(), func() ([]byte, error) { return []byte(audit.DefaultPolicy), nil }); err != nil {
+		return nil, err
+	} else if created {
+		changed = append(changed, filepath.Base(l.AuditPolicy()))
+	}
+	if err := os.MkdirAll(filepath.Dir(l.AuditLog()), 0o700); err != nil {
+		return nil, err
+	}
+	return changed, nil
+}
+
+func ensureFile(path string, content func() ([]byte, error)) (bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	data, err := content()
+	if err != nil {
+		return false, err
+	}
+	if err := pki.WriteFile(path, data, 0o600); err != nil {
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// ensureKubeconfig writes a kubeconfig with a fresh client certificate for
+// id unless one exists; an existing one keeps its credentials and only has
+// its server URL updated. It says what it did, or "" for nothing.
+func ensureKubeconfig(path string, ca *pki.CA, id Identity, o Options) (string, error) {
+	if existing, err := clientcmd.LoadFromFile(path); err == nil {
+		changed := false
+		for _, c := range existing.Clusters {
+			if c.Server != o.APIServerURL {
+				c.Server = o.APIServerURL
+				changed = true
+			}
+		}
+		if !changed {
+			return "", nil
+		}
+		data, err := clientcmd.Write(*existing)
+		if err != nil {
+			return "", err
+		}
+		if err := replaceFile(path, data); err != nil {
+			return "", err
+		}
+		return "server set to " + o.APIServerURL, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	certPEM, keyPEM, err := ca.Issue(pki.Request{CommonName: id.User, Organizations: id.Groups, Profile: pki.Client, Validity: o.LeafValidity})
+	if err != nil {
+		return "", err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["trustplane"] = &clientcmdapi.Cluster{Server: o.APIServerURL, CertificateAuthorityData: ca.CertPEM}
+	cfg.AuthInfos[id.User] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[id.User+"@trustplane"] = &clientcmdapi.Context{Cluster: "trustplane", AuthInfo: id.User}
+	cfg.CurrentContext = id.User + "@trustplane"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := pki.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return "created", nil
+}
+
+// replaceFile writes data to path through a temporary file and a rename,
+// keeping mode 0600.
+func replaceFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	if err := pki.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

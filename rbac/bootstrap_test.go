@@ -1,0 +1,281 @@
+package rbac
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+func TestBootstrapPolicyObjects(t *testing.T) {
+	roles, bindings := BootstrapPolicy()
+
+	var roleNames, bindingNames []string
+	byName := map[string]*rbacv1.ClusterRole{}
+	for _, r := range roles {
+		roleNames = append(roleNames, r.Name)
+		byName[r.Name] = r
+		checkBootstrapMeta(t, "ClusterRole "+r.Name, r.Labels, r.Annotations)
+		for i, rule := range r.Rules {
+			resource := len(rule.APIGroups) > 0 || len(rule.Resources) > 0 || len(rule.ResourceNames) > 0
+			nonResource := len(rule.NonResourceURLs) > 0
+			if len(rule.Verbs) == 0 || resource == nonResource || (resource && (len(rule.APIGroups) == 0 || len(rule.Resources) == 0)) {
+				t.Errorf("ClusterRole %s rule %d: got %+v, want verbs and either groups+resources or nonResourceURLs", r.Name, i, rule)
+			}
+		}
+	}
+	for _, b := range bindings {
+		bindingNames = append(bindingNames, b.Name)
+		checkBootstrapMeta(t, "ClusterRoleBinding "+b.Name, b.Labels, b.Annotations)
+		if b.RoleRef.APIGroup != rbacv1.GroupName || b.RoleRef.Kind != "ClusterRole" || byName[b.RoleRef.Name] == nil {
+			t.Errorf("ClusterRoleBinding %s: roleRef %+v, want a ClusterRole of the bootstrap policy", b.Name, b.RoleRef)
+		}
+		if len(b.Subjects) == 0 {
+			t.Errorf("ClusterRoleBinding %s: no subjects", b.Name)
+		}
+		for _, s := range b.Subjects {
+			if s.APIGroup != rbacv1.GroupName {
+				t.Errorf("ClusterRoleBinding %s subject %s: apiGroup %q, want %q", b.Name, s.Name, s.APIGroup, rbacv1.GroupName)
+			}
+		}
+	}
+
+	wantRoles := []string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser}
+	wantBindings := []string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser}
+	if !slices.Equal(roleNames, wantRoles) {
+		t.Errorf("ClusterRoles: got %q, want %q", roleNames, wantRoles)
+	}
+	if !slices.Equal(bindingNames, wantBindings) {
+		t.Errorf("ClusterRoleBindings: got %q, want %q", bindingNames, wantBindings)
+	}
+}
+
+func checkBootstrapMeta(t *testing.T, what string, labels, annotations map[string]string) {
+	t.Helper()
+	if got := labels["kubernetes.io/bootstrapping"]; got != "rbac-defaults" {
+		t.Errorf("%s: label kubernetes.io/bootstrapping: got %q, want %q", what, got, "rbac-defaults")
+	}
+	if got := annotations["rbac.authorization.kubernetes.io/autoupdate"]; got != "true" {
+		t.Errorf("%s: annotation rbac.authorization.kubernetes.io/autoupdate: got %q, want %q", what, got, "true")
+	}
+}
+
+// Callers may change what BootstrapPolicy returns (set resourceVersion, add
+// a subject) without changing the next call's result.
+func TestBootstrapPolicyFresh(t *testing.T) {
+	roles, bindings := BootstrapPolicy()
+	for _, r := range roles {
+		r.Labels["x"] = "y"
+		r.Rules[0].Verbs[0] = "mutated"
+		r.Rules = append(r.Rules, rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
+	}
+	for _, b := range bindings {
+		b.Subjects[0].Name = "mallory"
+	}
+	roles, bindings = BootstrapPolicy()
+	for _, r := range roles {
+		if _, ok := r.Labels["x"]; ok || slices.Contains(r.Rules[0].Verbs, "mutated") {
+			t.Errorf("ClusterRole %s: changed by a caller's edit of an earlier result", r.Name)
+		}
+	}
+	for _, b := range bindings {
+		if b.Subjects[0].Name == "mallory" {
+			t.Errorf("ClusterRoleBinding %s: changed by a caller's edit of an earlier result", b.Name)
+		}
+	}
+}
+
+// Read the policy itself, not just sampled requests, for grants that must
+// never be there.
+func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
+	roles, bindings := BootstrapPolicy()
+	byName := map[string]*rbacv1.ClusterRole{}
+	for _, r := range roles {
+		byName[r.Name] = r
+	}
+	public := []string{user.AllAuthenticated, user.AllUnauthenticated, user.Anonymous}
+	for _, b := range bindings {
+		role := byName[b.RoleRef.Name]
+		if role == nil {
+			continue // reported by TestBootstrapPolicyObjects
+		}
+		for _, s := range b.Subjects {
+			if slices.Contains(public, s.Name) {
+				for _, rule := range role.Rules {
+					if len(rule.Resources) > 0 || slices.Contains(rule.Verbs, "*") || slices.Contains(rule.NonResourceURLs, "*") {
+						t.Errorf("ClusterRoleBinding %s gives %s %s rule %+v; want only named paths", b.Name, s.Kind, s.Name, rule)
+					}
+				}
+			}
+		}
+	}
+	for _, name := range []string{SchedulerUser, ControllerManagerUser} {
+		for _, rule := range byName[name].Rules {
+			for _, field := range [][]string{rule.Verbs, rule.APIGroups, rule.Resources, rule.NonResourceURLs} {
+				for _, v := range field {
+					if strings.Contains(v, "*") || strings.HasPrefix(v, "secrets") {
+						t.Errorf("ClusterRole %s: rule %+v holds %q; want no wildcards or secrets", name, rule, v)
+					}
+				}
+			}
+			if name == SchedulerUser && slices.ContainsFunc(rule.Resources, func(r string) bool { return strings.HasPrefix(r, "configmaps") }) {
+				t.Errorf("ClusterRole %s: rule %+v grants configmaps", name, rule)
+			}
+		}
+	}
+}
+
+func TestBootstrapPolicyAuthorize(t *testing.T) {
+	admin := testUser("ops", ClusterAdminsGroup, user.AllAuthenticated)
+	scheduler := testUser(SchedulerUser, user.AllAuthenticated)
+	cm := testUser(ControllerManagerUser, user.AllAuthenticated)
+	alice := testUser("alice", user.AllAuthenticated)
+	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
+	root := testUser("root", "system:masters", user.AllAuthenticated)
+
+	cases := []authzCase{
+		{name: "admin gets a secret", attrs: resourceRequest(admin, "get", "", "secrets", "kube-system", "tls"), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "trustplane:cluster-admins" of ClusterRole "cluster-admin" to Group "trustplane:cluster-admins"`},
+		{name: "admin deletes a node", attrs: resourceRequest(admin, "delete", "", "nodes", "", "n1"), allow: true},
+		{name: "admin binds cluster roles", attrs: resourceRequest(admin, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""), allow: true},
+		{name: "admin execs into a pod", attrs: resourceRequest(admin, "create", "", "pods/exec", "default", "web"), allow: true},
+		{name: "admin uses a custom resource", attrs: resourceRequest(admin, "patch", "example.com", "widgets", "default", "w"), allow: true},
+		{name: "admin reads /metrics", attrs: pathRequest(admin, "get", "/metrics"), allow: true},
+		{name: "admin posts anywhere", attrs: pathRequest(admin, "post", "/debug/flags/v"), allow: true},
+
+		{name: "scheduler binds a pod", attrs: resourceRequest(scheduler, "create", "", "pods/binding", "default", "web"), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:kube-scheduler" of ClusterRole "system:kube-scheduler" to User "system:kube-scheduler"`},
+		{name: "scheduler creates a binding", attrs: resourceRequest(scheduler, "create", "", "bindings", "default", ""), allow: true},
+		{name: "scheduler gets a node", attrs: resourceRequest(scheduler, "get", "", "nodes", "", "n1"), allow: true},
+		{name: "scheduler watches pods", attrs: resourceRequest(scheduler, "watch", "", "pods", "", ""), allow: true},
+		{name: "scheduler patches pod status", attrs: resourceRequest(scheduler, "patch", "", "pods/status", "default", "web"), allow: true},
+		{name: "scheduler records an event", attrs: resourceRequest(scheduler, "create", "events.k8s.io", "events", "default", ""), allow: true},
+		{name: "scheduler creates a lease", attrs: resourceRequest(scheduler, "create", "coordination.k8s.io", "leases", "kube-system", ""), allow: true},
+		{name: "scheduler renews its lease", attrs: resourceRequest(scheduler, "update", "coordination.k8s.io", "leases", "kube-system", "kube-scheduler"), allow: true},
+		{name: "scheduler takes another lease", attrs: resourceRequest(scheduler, "update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager")},
+		{name: "scheduler lists leases", attrs: resourceRequest(scheduler, "list", "coordination.k8s.io", "leases", "kube-system", "")},
+		{name: "scheduler creates a pod", attrs: resourceRequest(scheduler, "create", "", "pods", "default", "")},
+		{name: "scheduler updates a node", attrs: resourceRequest(scheduler, "update", "", "nodes", "", "n1")},
+		{name: "scheduler execs into a pod", attrs: resourceRequest(scheduler, "create", "", "pods/exec", "default", "web")},
+		{name: "scheduler binds roles", attrs: resourceRequest(scheduler, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "")},
+
+		{name: "controller-manager creates a pod", attrs: resourceRequest(cm, "create", "", "pods", "default", ""), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:kube-controller-manager" of ClusterRole "system:kube-controller-manager" to User "system:kube-controller-manager"`},
+		{name: "controller-manager scales a replicaset", attrs: resourceRequest(cm, "update", "apps", "replicasets/scale", "default", "web"), allow: true},
+		{name: "controller-manager updates deployment status", attrs: resourceRequest(cm, "update", "apps", "deployments/status", "default", "web"), allow: true},
+		{name: "controller-manager deletes a node", attrs: resourceRequest(cm, "delete", "", "nodes", "", "n1"), allow: true},
+		{name: "controller-manager finalizes a namespace", attrs: resourceRequest(cm, "update", "", "namespaces/finalize", "gone", "gone"), allow: true},
+		{name: "controller-manager creates a service account", attrs: resourceRequest(cm, "create", "", "serviceaccounts", "default", ""), allow: true},
+		{name: "controller-manager publishes the root CA", attrs: resourceRequest(cm, "update", "", "configmaps", "default", "kube-root-ca.crt"), allow: true},
+		{name: "controller-manager rewrites another configmap", attrs: resourceRequest(cm, "update", "", "configmaps", "default", "app-config")},
+		{name: "controller-manager renews its lease", attrs: resourceRequest(cm, "update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager"), allow: true},
+		{name: "controller-manager takes the scheduler's lease", attrs: resourceRequest(cm, "update", "coordination.k8s.io", "leases", "kube-system", "kube-scheduler")},
+		{name: "controller-manager creates a secret", attrs: resourceRequest(cm, "create", "", "secrets", "default", "")},
+		{name: "controller-manager binds roles", attrs: resourceRequest(cm, "create", "rbac.authorization.k8s.io", "rolebindings", "default", "")},
+
+		{name: "user reads /api", attrs: pathRequest(alice, "get", "/api"), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},
+		{name: "user reads /api/v1", attrs: pathRequest(alice, "get", "/api/v1"), allow: true},
+		{name: "user reads /apis/apps/v1", attrs: pathRequest(alice, "get", "/apis/apps/v1"), allow: true},
+		{name: "user reads /version", attrs: pathRequest(alice, "get", "/version"), allow: true},
+		{name: "user reads /openapi/v3", attrs: pathRequest(alice, "get", "/openapi/v3"), allow: true},
+		{name: "user reads /healthz", attrs: pathRequest(alice, "get", "/healthz"), allow: true},
+		{name: "user posts /api", attrs: pathRequest(alice, "post", "/api")},
+		{name: "user reads /metrics", attrs: pathRequest(alice, "get", "/metrics")},
+		{name: "user lists namespaces", attrs: resourceRequest(alice, "list", "", "namespaces", "", "")},
+		{name: "user gets a secret", attrs: resourceRequest(alice, "get", "", "secrets", "default", "tls")},
+		{name: "user lists pods", attrs: resourceRequest(alice, "list", "", "pods", "default", "")},
+
+		{name: "anonymous reads /livez", attrs: pathRequest(anonymous, "get", "/livez"), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of ClusterRole "system:public-info-viewer" to Group "system:unauthenticated"`},
+		{name: "anonymous reads /readyz", attrs: pathRequest(anonymous, "get", "/readyz"), allow: true},
+		{name: "anonymous reads /healthz", attrs: pathRequest(anonymous, "get", "/healthz"), allow: true},
+		{name: "anonymous reads /version", attrs: pathRequest(anonymous, "get", "/version"), allow: true},
+		{name: "anonymous reads /api", attrs: pathRequest(anonymous, "get", "/api")},
+		{name: "anonymous reads /apis", attrs: pathRequest(anonymous, "get", "/apis")},
+		{name: "anonymous reads /openapi/v2", attrs: pathRequest(anonymous, "get", "/openapi/v2")},
+		{name: "anonymous reads /livez/etcd", attrs: pathRequest(anonymous, "get", "/livez/etcd")},
+		{name: "anonymous lists pods", attrs: resourceRequest(anonymous, "list", "", "pods", "default", "")},
+		{name: "anonymous gets a secret", attrs: resourceRequest(anonymous, "get", "", "secrets", "default", "tls")},
+
+		{name: "system:masters gets a secret", attrs: resourceRequest(root, "get", "", "secrets", "kube-system", "tls")},
+		{name: "system:masters lists namespaces", attrs: resourceRequest(root, "list", "", "namespaces", "", "")},
+		{name: "system:masters binds cluster roles", attrs: resourceRequest(root, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "")},
+		{name: "system:masters reads /metrics", attrs: pathRequest(root, "get", "/metrics")},
+	}
+
+	// No system identity and no public group may touch Secrets (nor the
+	// scheduler ConfigMaps), in any namespace, by any verb, with or without
+	// a name.
+	for _, u := range []*user.DefaultInfo{scheduler, cm, alice, anonymous, root} {
+		resources := []string{"secrets"}
+		if u == scheduler {
+			resources = append(resources, "configmaps")
+		}
+		for _, res := range resources {
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+				for _, ns := range []string{"", "default", "kube-system"} {
+					for _, name := range []string{"", "kube-root-ca.crt", "tls"} {
+						cases = append(cases, authzCase{
+							name:  fmt.Sprintf("%s %s %s in %q named %q", u.Name, verb, res, ns, name),
+							attrs: resourceRequest(u, verb, "", res, ns, name),
+						})
+					}
+				}
+			}
+		}
+	}
+	runCases(t, newTestAuthorizer(t, bootstrapLister(t)), cases)
+}
+
+// benchLister is the bootstrap policy plus n ClusterRoles, each bound to its
+// own group; the benchmark user is in the last ten of those groups.
+func benchLister(b *testing.B, n int) (*memLister, *user.DefaultInfo) {
+	var objs []any
+	u := testUser("bench-user", user.AllAuthenticated)
+	for i := range n {
+		name := fmt.Sprintf("bench:widgets-%d", i)
+		objs = append(objs,
+			testClusterRole(name, newRule("get", "list", "watch").groups("example.com").resources(fmt.Sprintf("widgets%d", i))),
+			testClusterRoleBinding(name, name, groupSubject(fmt.Sprintf("bench:team-%d", i))),
+		)
+		if i >= n-10 {
+			u.Groups = append(u.Groups, fmt.Sprintf("bench:team-%d", i))
+		}
+	}
+	return bootstrapLister(b, objs...), u
+}
+
+func BenchmarkAuthorize(b *testing.B) {
+	l, u := benchLister(b, 100)
+	az := newTestAuthorizer(b, l)
+	benches := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		// Matched by one of the first bootstrap bindings.
+		{name: "admin", attrs: resourceRequest(testUser("ops", ClusterAdminsGroup), "get", "", "secrets", "default", "tls"), allow: true},
+		{name: "scheduler bind", attrs: resourceRequest(testUser(SchedulerUser), "create", "", "pods/binding", "default", "web"), allow: true},
+		{name: "discovery", attrs: pathRequest(u, "get", "/apis/apps/v1"), allow: true},
+		// Matched by the last binding, after reading twelve roles.
+		{name: "last binding", attrs: resourceRequest(u, "list", "example.com", "widgets99", "default", ""), allow: true},
+		// Every binding visited, then the namespace's (empty) RoleBindings.
+		{name: "denied", attrs: resourceRequest(u, "get", "", "secrets", "default", "tls")},
+	}
+	for _, bb := range benches {
+		b.Run(bb.name, func(b *testing.B) {
+			ctx := b.Context()
+			for b.Loop() {
+				d, _, err := az.Authorize(ctx, bb.attrs)
+				if err != nil || (d == authorizer.DecisionAllow) != bb.allow {
+					b.Fatalf("Authorize: got (%v, %v), want allow=%v", d, err, bb.allow)
+				}
+			}
+		})
+	}
+}
