@@ -87,3 +87,8 @@ func carriesSecrets(attrs authorizer.Attributes) bool {
 	}
 	return false
 }
+
+// AtLeast reports whether level records at least as much as min.
+func AtLeast(level, min auditv1.Level) bool {
+	return !auditinternal.Level(level).Less(auditinternal.Level(min))
+}
