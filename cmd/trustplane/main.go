@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // version is trustplane's own version.
@@ -35,6 +36,10 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
+// newLogger is the application log. The Kubernetes libraries log through
+// klog; they go to the same place.
 func newLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	klog.SetSlogLogger(logger)
+	return logger
 }
