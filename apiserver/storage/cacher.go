@@ -1,0 +1,361 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Event is one change of one object, as the cache saw it.
+type Event struct {
+	Type watch.EventType // Added, Modified or Deleted
+	Key  string
+	// Object is the object after the change; for Deleted, the object as
+	// it was last, with the deletion's revision as resourceVersion.
+	Object runtime.Object
+	// PrevObject is the object before the change; nil for Added.
+	PrevObject runtime.Object
+	Rev        int64
+}
+
+// ErrExpired means a watch asked to start at a revision older than the
+// cache remembers.
+var ErrExpired = errors.New("resource version too old")
+
+// Cacher holds every object of one resource in memory, fed by a single
+// etcd watch, and serves any number of watchers from it. Objects handed
+// out are shared: callers must not modify them.
+type Cacher struct {
+	store     *Store
+	gr        schema.GroupResource
+	prefix    string
+	newObject func() runtime.Object
+	logger    *slog.Logger
+	history   int
+
+	mu      sync.RWMutex // guards the fields below
+	objects map[string]runtime.Object
+	rev     int64   // revision the cache reflects
+	events  []Event // the last history events, oldest first
+	// oldest is the lowest revision a watch may start after: the events
+	// since then are all in events.
+	oldest   int64
+	watchers map[*Watcher]struct{}
+	ready    bool
+	changed  *sync.Cond // signalled when rev advances or ready changes
+}
+
+// NewCacher returns a cacher of the objects of gr under prefix; Run fills
+// and follows it. history is how many events it keeps for watches that
+// resume at an earlier revision.
+func NewCacher(store *Store, gr schema.GroupResource, newObject func() runtime.Object, history int, logger *slog.Logger) *Cacher {
+	c := &Cacher{
+		store:     store,
+		gr:        gr,
+		prefix:    ListPrefix(gr, ""),
+		newObject: newObject,
+		logger:    logger,
+		history:   history,
+		objects:   map[string]runtime.Object{},
+		watchers:  map[*Watcher]struct{}{},
+	}
+	c.changed = sync.NewCond(&c.mu)
+	return c
+}
+
+// Run lists the resource, then follows its etcd watch until ctx is done,
+// listing again whenever the watch breaks. Watchers are stopped when the
+// cache relists, since they may have missed events.
+func (c *Cacher) Run(ctx context.Context) {
+	defer func() {
+		c.mu.Lock()
+		c.ready = false
+		c.stopWatchersLocked()
+		c.changed.Broadcast()
+		c.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		err := c.listAndWatch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.logger.Warn("watch cache restarting", "resource", c.gr.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Cacher) listAndWatch(ctx context.Context) error {
+	objects := map[string]runtime.Object{}
+	listCtx, cancel := c.store.withTimeout(ctx)
+	resp, err := c.store.client.Get(listCtx, c.prefix, clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list %s: %w", c.prefix, err)
+	}
+	for _, kv := range resp.Kvs {
+		obj := c.newObject()
+		if err := c.store.decode(ctx, c.gr, string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
+			c.logger.Error("watch cache: undecodable object skipped", "key", string(kv.Key), "err", err)
+			continue
+		}
+		objects[string(kv.Key)] = obj
+	}
+	rev := resp.Header.Revision
+
+	c.mu.Lock()
+	c.stopWatchersLocked()
+	c.objects = objects
+	c.rev = rev
+	c.events = nil
+	c.oldest = rev
+	c.ready = true
+	c.changed.Broadcast()
+	c.mu.Unlock()
+
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wresp := range c.store.client.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify()) {
+		if err := wresp.Err(); err != nil {
+			c.setUnready()
+			return fmt.Errorf("watch %s: %w", c.prefix, err)
+		}
+		if wresp.IsProgressNotify() {
+			c.advance(wresp.Header.Revision)
+			continue
+		}
+		for _, ev := range wresp.Events {
+			c.apply(ctx, ev)
+		}
+	}
+	c.setUnready()
+	return errors.New("watch channel closed")
+}
+
+func (c *Cacher) setUnready() {
+	c.mu.Lock()
+	c.ready = false
+	c.changed.Broadcast()
+	c.mu.Unlock()
+}
+
+// advance records that nothing changed up to rev.
+func (c *Cacher) advance(rev int64) {
+	c.mu.Lock()
+	if rev > c.rev {
+		c.rev = rev
+		c.changed.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
+	key := string(ev.Kv.Key)
+	out := Event{Key: key, Rev: ev.Kv.ModRevision}
+	if ev.PrevKv != nil {
+		prev := c.newObject()
+		if err := c.store.decode(ctx, c.gr, key, ev.PrevKv.Value, ev.PrevKv.ModRevision, prev); err == nil {
+			out.PrevObject = prev
+		}
+	}
+	switch {
+	case ev.Type == clientv3.EventTypeDelete:
+		out.Type = watch.Deleted
+		if out.PrevObject == nil {
+			out.Rev = ev.Kv.ModRevision
+			c.advance(out.Rev)
+			return
+		}
+		obj := out.PrevObject.DeepCopyObject()
+		setResourceVersion(obj, ev.Kv.ModRevision)
+		out.Object = obj
+	default:
+		obj := c.newObject()
+		if err := c.store.decode(ctx, c.gr, key, ev.Kv.Value, ev.Kv.ModRevision, obj); err != nil {
+			c.logger.Error("watch cache: undecodable object skipped", "key", key, "err", err)
+			c.advance(ev.Kv.ModRevision)
+			return
+		}
+		out.Object = obj
+		out.Type = watch.Modified
+		if ev.IsCreate() {
+			out.Type = watch.Added
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if out.Type == watch.Deleted {
+		delete(c.objects, key)
+	} else {
+		c.objects[key] = out.Object
+	}
+	c.events = append(c.events, out)
+	if len(c.events) > c.history {
+		c.oldest = c.events[0].Rev
+		c.events = c.events[1:]
+	}
+	if out.Rev > c.rev {
+		c.rev = out.Rev
+	}
+	for w := range c.watchers {
+		w.send(out)
+	}
+	c.changed.Broadcast()
+}
+
+// waitLocked blocks until the cache is ready and reflects at least
+// revision rev, or ctx is done. Called with c.mu held.
+func (c *Cacher) waitLocked(ctx context.Context, rev int64) error {
+	if !c.ready || c.rev < rev {
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			c.changed.Broadcast()
+			c.mu.Unlock()
+		})
+		defer stop()
+	}
+	for !c.ready || c.rev < rev {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("watch cache of %s not ready: %w", c.gr, err)
+		}
+		c.changed.Wait()
+	}
+	return nil
+}
+
+// List calls visit for every object in the cache whose key starts with
+// prefix, once the cache reflects at least revision rev, and returns the
+// revision it listed at.
+func (c *Cacher) List(ctx context.Context, prefix string, rev int64, visit func(runtime.Object) error) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.waitLocked(ctx, rev); err != nil {
+		return 0, err
+	}
+	for key, obj := range c.objects {
+		if len(key) >= len(prefix) && key[:len(prefix)] == prefix {
+			if err := visit(obj); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return c.rev, nil
+}
+
+// Get returns the object at key once the cache reflects at least revision
+// rev, or nil if there is none.
+func (c *Cacher) Get(ctx context.Context, key string, rev int64) (runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.waitLocked(ctx, rev); err != nil {
+		return nil, err
+	}
+	return c.objects[key], nil
+}
+
+// CurrentRevision asks etcd for its revision, so that a read from the
+// cache at it is as fresh as a read from etcd.
+func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
+	ctx, cancel := c.store.withTimeout(ctx)
+	defer cancel()
+	resp, err := c.store.client.Get(ctx, c.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}
+
+// Watcher receives the events of a cache.
+type Watcher struct {
+	c      *Cacher
+	ch     chan Event
+	once   sync.Once
+	prefix string
+}
+
+// Events delivers the events; it is closed when the watch ends: Stop, a
+// relist of the cache, or a watcher too slow to keep up.
+func (w *Watcher) Events() <-chan Event { return w.ch }
+
+// send queues ev without blocking the cache; a watcher whose buffer is full
+// is stopped, and its client must watch again. Called with c.mu held.
+func (w *Watcher) send(ev Event) {
+	if len(ev.Key) < len(w.prefix) || ev.Key[:len(w.prefix)] != w.prefix {
+		return
+	}
+	select {
+	case w.ch <- ev:
+	default:
+		w.stopLocked()
+	}
+}
+
+func (w *Watcher) stopLocked() {
+	w.once.Do(func() {
+		delete(w.c.watchers, w)
+		close(w.ch)
+	})
+}
+
+// Stop ends the watch.
+func (w *Watcher) Stop() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.stopLocked()
+}
+
+func (c *Cacher) stopWatchersLocked() {
+	for w := range c.watchers {
+		w.stopLocked()
+	}
+}
+
+// Watch starts a watch of the objects under prefix. With rev 0 it first
+// delivers an Added event for each current object, then every change; with
+// rev > 0 it delivers every change after rev, or fails with ErrExpired if
+// the cache no longer remembers them. It returns the revision the initial
+// events reflect (rev 0) or rev.
+func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int) (*Watcher, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.waitLocked(ctx, 0); err != nil {
+		return nil, 0, err
+	}
+	var initial []Event
+	start := rev
+	if rev == 0 {
+		start = c.rev
+		for key, obj := range c.objects {
+			if len(key) >= len(prefix) && key[:len(prefix)] == prefix {
+				initial = append(initial, Event{Type: watch.Added, Key: key, Object: obj, Rev: c.rev})
+			}
+		}
+	} else {
+		if rev < c.oldest {
+			return nil, 0, fmt.Errorf("%w: %d (oldest kept %d)", ErrExpired, rev, c.oldest)
+		}
+		for _, ev := range c.events {
+			if ev.Rev > rev {
+				initial = append(initial, ev)
+			}
+		}
+	}
+	w := &Watcher{c: c, ch: make(chan Event, len(initial)+buffer), prefix: prefix}
+	for _, ev := range initial {
+		w.send(ev)
+	}
+	c.watchers[w] = struct{}{}
+	return w, start, nil
+}

@@ -1,0 +1,153 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+func startCacher(t *testing.T, s *storage.Store, history int) *storage.Cacher {
+	t.Helper()
+	c := storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, history, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return c
+}
+
+func createCM(t *testing.T, s *storage.Store, ns, name string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if err := s.Create(context.Background(), configmaps, storage.Key(configmaps, ns, name), cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+func next(t *testing.T, w *storage.Watcher) storage.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return storage.Event{}
+}
+
+func name(ev storage.Event) string {
+	return ev.Object.(*corev1.ConfigMap).Name
+}
+
+func TestCacherWatchAndList(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	createCM(t, s, "a", "one")
+	c := startCacher(t, s, 100)
+
+	w, startRev, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := next(t, w); ev.Type != watch.Added || name(ev) != "one" {
+		t.Fatalf("initial event %v %s, want ADDED one", ev.Type, name(ev))
+	}
+	createCM(t, s, "b", "other-namespace")
+	two := createCM(t, s, "a", "two")
+	if ev := next(t, w); ev.Type != watch.Added || name(ev) != "two" || ev.Object.(*corev1.ConfigMap).ResourceVersion != two.ResourceVersion {
+		t.Fatalf("event %v %s, want ADDED two at %s", ev.Type, name(ev), two.ResourceVersion)
+	}
+	rev, _ := storage.ParseResourceVersion(two.ResourceVersion)
+	if _, err := s.Delete(ctx, storage.Key(configmaps, "a", "two"), rev); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, w)
+	if ev.Type != watch.Deleted || name(ev) != "two" || ev.Rev <= rev {
+		t.Fatalf("event %v %s at %d, want DELETED two after %d", ev.Type, name(ev), ev.Rev, rev)
+	}
+
+	// A watch resuming at startRev replays what happened since.
+	w2, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, ""), startRev, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	var got []string
+	for range 3 {
+		ev := next(t, w2)
+		got = append(got, string(ev.Type)+" "+name(ev))
+	}
+	want := []string{"ADDED other-namespace", "ADDED two", "DELETED two"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("replayed %v, want %v", got, want)
+			break
+		}
+	}
+
+	// A list at etcd's current revision sees every write before it.
+	createCM(t, s, "a", "three")
+	cur, err := c.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	listRev, err := c.List(ctx, storage.ListPrefix(configmaps, "a"), cur, func(o runtime.Object) error {
+		names = append(names, o.(*corev1.ConfigMap).Name)
+		return nil
+	})
+	if err != nil || listRev < cur || len(names) != 2 {
+		t.Errorf("list at %d: %v at %d, err %v; want one and three", cur, names, listRev, err)
+	}
+}
+
+func TestCacherExpiredAndSlowWatchers(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	first := createCM(t, s, "a", "first")
+	c := startCacher(t, s, 3)
+	slow, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, ""), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"b", "c", "d", "e", "f"} {
+		createCM(t, s, "a", n)
+	}
+	cur, _ := c.CurrentRevision(ctx)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "f"), cur); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := storage.ParseResourceVersion(first.ResourceVersion)
+	if _, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, ""), rev, 10); !errors.Is(err, storage.ErrExpired) {
+		t.Errorf("watch from a revision past the history: %v, want ErrExpired", err)
+	}
+	// The slow watcher's buffer overflowed: it was closed, not waited for.
+	n := 0
+	for range slow.Events() {
+		n++
+	}
+	if n >= 6 {
+		t.Errorf("slow watcher got all %d events; want it cut off", n)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
