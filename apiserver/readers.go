@@ -15,15 +15,18 @@ import (
 	"github.com/trustplane/trustplane/rbac"
 )
 
-// storeReader gives the authorizer and the admission plugins live reads of
-// the objects they decide by, straight from etcd.
-type storeReader struct {
-	store *storage.Store
+// cacheReader gives the authorizer and the admission plugins reads of the
+// objects they decide by from the watch caches, which follow etcd. A cache
+// that is not following etcd answers with an error, so decisions that
+// depend on it fail closed.
+type cacheReader struct {
+	store  *storage.Store
+	caches map[schema.GroupResource]*storage.Cacher
 }
 
 var (
-	_ rbac.Lister               = storeReader{}
-	_ admission.NamespaceGetter = storeReader{}
+	_ rbac.Lister               = cacheReader{}
+	_ admission.NamespaceGetter = cacheReader{}
 )
 
 var (
@@ -34,9 +37,19 @@ var (
 	roleBindingsGR        = rbacv1.SchemeGroupVersion.WithResource("rolebindings").GroupResource()
 )
 
-func (sr storeReader) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+// cachedResources are the resources the server keeps watch caches of.
+var cachedResources = []schema.GroupResource{namespacesGR, clusterRolesGR, clusterRoleBindingsGR, rolesGR, roleBindingsGR}
+
+// GetNamespace reads the namespace from the cache and, when the cache does
+// not have it, from etcd: a namespace created a moment ago may not have
+// reached the cache yet.
+func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	key := storage.Key(namespacesGR, "", name)
+	if obj, err := cr.caches[namespacesGR].Get(ctx, key, -1); err == nil && obj != nil {
+		return obj.(*corev1.Namespace), nil
+	}
 	ns := &corev1.Namespace{}
-	if err := sr.store.Get(ctx, namespacesGR, storage.Key(namespacesGR, "", name), ns); err != nil {
+	if err := cr.store.Get(ctx, namespacesGR, key, ns); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, apierrors.NewNotFound(namespacesGR, name)
 		}
@@ -45,41 +58,39 @@ func (sr storeReader) GetNamespace(ctx context.Context, name string) (*corev1.Na
 	return ns, nil
 }
 
-func (sr storeReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	var out []*rbacv1.ClusterRoleBinding
-	_, err := sr.store.List(ctx, clusterRoleBindingsGR, storage.ListPrefix(clusterRoleBindingsGR, ""),
-		func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
-		func(obj runtime.Object) error { out = append(out, obj.(*rbacv1.ClusterRoleBinding)); return nil })
+	_, err := cr.caches[clusterRoleBindingsGR].List(ctx, storage.ListPrefix(clusterRoleBindingsGR, ""), -1, func(obj runtime.Object) error {
+		out = append(out, obj.(*rbacv1.ClusterRoleBinding))
+		return nil
+	})
 	return out, err
 }
 
-func (sr storeReader) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
 	if namespace == "" {
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
 	var out []*rbacv1.RoleBinding
-	_, err := sr.store.List(ctx, roleBindingsGR, storage.ListPrefix(roleBindingsGR, namespace),
-		func() runtime.Object { return &rbacv1.RoleBinding{} },
-		func(obj runtime.Object) error { out = append(out, obj.(*rbacv1.RoleBinding)); return nil })
+	_, err := cr.caches[roleBindingsGR].List(ctx, storage.ListPrefix(roleBindingsGR, namespace), -1, func(obj runtime.Object) error {
+		out = append(out, obj.(*rbacv1.RoleBinding))
+		return nil
+	})
 	return out, err
 }
 
-func (sr storeReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	role := &rbacv1.ClusterRole{}
-	return absentIsNil(role, sr.store.Get(ctx, clusterRolesGR, storage.Key(clusterRolesGR, "", name), role))
-}
-
-func (sr storeReader) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
-	role := &rbacv1.Role{}
-	return absentIsNil(role, sr.store.Get(ctx, rolesGR, storage.Key(rolesGR, namespace, name), role))
-}
-
-func absentIsNil[T any](obj *T, err error) (*T, error) {
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return nil, nil
-	case err != nil:
+func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+	obj, err := cr.caches[clusterRolesGR].Get(ctx, storage.Key(clusterRolesGR, "", name), -1)
+	if err != nil || obj == nil {
 		return nil, err
 	}
-	return obj, nil
+	return obj.(*rbacv1.ClusterRole), nil
+}
+
+func (cr cacheReader) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	obj, err := cr.caches[rolesGR].Get(ctx, storage.Key(rolesGR, namespace, name), -1)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*rbacv1.Role), nil
 }

@@ -179,6 +179,15 @@ func newRegistry(s *runtime.Scheme) (*registry, error) {
 	return r, nil
 }
 
+func (r *registry) byGroupResource(gr schema.GroupResource) (*resource, bool) {
+	for _, res := range r.all {
+		if res.groupResource() == gr {
+			return res, true
+		}
+	}
+	return nil, false
+}
+
 func (r *registry) lookup(group, version, res string) (*resource, bool) {
 	x, ok := r.byGVR[schema.GroupVersionResource{Group: group, Version: version, Resource: res}]
 	return x, ok

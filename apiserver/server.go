@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -124,8 +125,13 @@ type Server struct {
 	tlsConfig        *tls.Config
 	handler          http.Handler
 	etcd             *clientv3.Client
+	caches           map[schema.GroupResource]*storage.Cacher
 	requestTimeout   time.Duration
 }
+
+// watchHistory is how many events each watch cache remembers for watches
+// that resume at an earlier resourceVersion.
+const watchHistory = 10000
 
 // New builds the server from c.
 func New(c Config) (*Server, error) {
@@ -144,7 +150,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	reader := storeReader{store: store}
+	caches := map[schema.GroupResource]*storage.Cacher{}
+	for _, gr := range cachedResources {
+		res, ok := reg.byGroupResource(gr)
+		if !ok {
+			return nil, fmt.Errorf("cached resource %s is not served", gr)
+		}
+		caches[gr] = storage.NewCacher(store, gr, res.newObject, watchHistory, c.Logger)
+	}
+	reader := cacheReader{store: store, caches: caches}
 	authenticator, err := authn.New(authn.Config{ClientCA: c.ClientCA})
 	if err != nil {
 		return nil, err
@@ -178,6 +192,7 @@ func New(c Config) (*Server, error) {
 			inFlight:     make(chan struct{}, c.MaxRequestsInFlight),
 		},
 		etcd:           c.Etcd,
+		caches:         caches,
 		requestTimeout: c.RequestTimeout,
 	}
 	s.respond = &responder{scheme: scheme, codecs: s.codecs, logger: c.Logger}
@@ -196,13 +211,32 @@ func New(c Config) (*Server, error) {
 	return s, nil
 }
 
-// Run creates the bootstrap objects, then serves HTTPS on ln until ctx is
-// done. Shutdown stops accepting connections and waits up to 10 seconds
-// for requests in flight.
+// Run creates the bootstrap objects, starts the watch caches, then serves
+// HTTPS on ln until ctx is done. Shutdown stops accepting connections,
+// waits up to 10 seconds for requests in flight, then stops the caches.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if err := s.bootstrap(ctx); err != nil {
 		ln.Close()
 		return err
+	}
+	cacheCtx, stopCaches := context.WithCancel(context.Background())
+	var caches sync.WaitGroup
+	defer func() {
+		stopCaches()
+		caches.Wait()
+	}()
+	for _, c := range s.caches {
+		caches.Go(func() { c.Run(cacheCtx) })
+	}
+	// Serve only once authorization can decide: before its caches are
+	// filled it would refuse everything.
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for gr, c := range s.caches {
+		if _, err := c.List(syncCtx, storage.ListPrefix(gr, ""), 0, func(runtime.Object) error { return nil }); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -262,11 +296,20 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/livez" {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		failed := ""
 		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
 			s.logger.WarnContext(ctx, "readiness check failed", "err", err)
+			failed = "[-]etcd failed: reason withheld\n"
+		}
+		for gr, c := range s.caches {
+			if !c.Ready() {
+				failed += "[-]watch cache " + gr.String() + " not ready\n"
+			}
+		}
+		if failed != "" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("[-]etcd failed: reason withheld\nreadyz check failed\n"))
+			w.Write([]byte(failed + "readyz check failed\n"))
 			return
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -194,9 +196,10 @@ func TestRBACIsLive(t *testing.T) {
 	if _, err := adminCS.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cm-reader"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("alice after the grant: %v", err)
-	}
+	eventually(t, "alice allowed after the grant", func() error {
+		_, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if _, err := alice.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("alice in another namespace: %v, want Forbidden", err)
 	}
@@ -206,8 +209,28 @@ func TestRBACIsLive(t *testing.T) {
 	if err := adminCS.RbacV1().RoleBindings("default").Delete(ctx, "alice", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("alice after the revocation: %v, want Forbidden", err)
+	eventually(t, "alice forbidden after the revocation", func() error {
+		if _, err := alice.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("got %v, want Forbidden", err)
+		}
+		return nil
+	})
+}
+
+// eventually polls check until it succeeds, failing the test after five
+// seconds. RBAC changes take effect once the watch cache has the event.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

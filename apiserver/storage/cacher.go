@@ -26,6 +26,10 @@ type Event struct {
 	Rev        int64
 }
 
+// ErrNotReady means the cache has not listed its resource yet, or lost
+// its etcd watch: it cannot answer.
+var ErrNotReady = errors.New("watch cache is not ready")
+
 // ErrExpired means a watch asked to start at a revision older than the
 // cache remembers.
 var ErrExpired = errors.New("resource version too old")
@@ -216,8 +220,15 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 }
 
 // waitLocked blocks until the cache is ready and reflects at least
-// revision rev, or ctx is done. Called with c.mu held.
+// revision rev, or ctx is done. With rev < 0 it does not wait: the cache
+// answers as it is, or ErrNotReady. Called with c.mu held.
 func (c *Cacher) waitLocked(ctx context.Context, rev int64) error {
+	if rev < 0 {
+		if !c.ready {
+			return fmt.Errorf("%s: %w", c.gr, ErrNotReady)
+		}
+		return nil
+	}
 	if !c.ready || c.rev < rev {
 		stop := context.AfterFunc(ctx, func() {
 			c.mu.Lock()
@@ -236,8 +247,8 @@ func (c *Cacher) waitLocked(ctx context.Context, rev int64) error {
 }
 
 // List calls visit for every object in the cache whose key starts with
-// prefix, once the cache reflects at least revision rev, and returns the
-// revision it listed at.
+// prefix, once the cache reflects at least revision rev (see waitLocked
+// for rev < 0), and returns the revision it listed at.
 func (c *Cacher) List(ctx context.Context, prefix string, rev int64, visit func(runtime.Object) error) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -255,7 +266,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, rev int64, visit func(
 }
 
 // Get returns the object at key once the cache reflects at least revision
-// rev, or nil if there is none.
+// rev (see waitLocked for rev < 0), or nil if there is none.
 func (c *Cacher) Get(ctx context.Context, key string, rev int64) (runtime.Object, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -358,4 +369,11 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int
 	}
 	c.watchers[w] = struct{}{}
 	return w, start, nil
+}
+
+// Ready reports whether the cache follows etcd.
+func (c *Cacher) Ready() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
 }
