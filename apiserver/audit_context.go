@@ -20,6 +20,8 @@ type auditRecord struct {
 	annotations map[string]string
 	request     *runtime.Unknown
 	response    *runtime.Unknown
+	// name is the object's name when the URL does not carry it (create).
+	name string
 }
 
 type auditKey struct{}
@@ -79,4 +81,15 @@ func encodeForAudit(obj runtime.Object) *runtime.Unknown {
 		return nil
 	}
 	return &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+}
+
+// auditObjectName names the object of a create, whose URL has no name.
+func auditObjectName(ctx context.Context, name string) {
+	rec := auditRecordFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	rec.name = name
+	rec.mu.Unlock()
 }

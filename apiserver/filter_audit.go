@@ -66,6 +66,10 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		return
 	}
 	rec := &auditRecord{level: level}
+	if isLongRunning(ctx) {
+		a.serveStreaming(w, r.WithContext(withAuditRecord(ctx, rec)), next, attrs, rec, received)
+		return
+	}
 	buf := &bufferedResponse{header: w.Header()}
 	next.ServeHTTP(buf, r.WithContext(withAuditRecord(ctx, rec)))
 
@@ -87,6 +91,75 @@ var errAuditUnavailable = auditUnavailable{}
 type auditUnavailable struct{}
 
 func (auditUnavailable) Error() string { return "the audit log cannot be written" }
+
+// serveStreaming audits a long-running request (a watch) when its response
+// starts, with stage ResponseStarted: its body is not held, so the event is
+// written before the first byte goes out, and a failure to write it
+// refuses the request.
+func (a *auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *auditRecord, received metav1.MicroTime) {
+	sw := &streamingResponse{ResponseWriter: w, start: func(code int) bool {
+		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
+		ev.Stage = auditv1.StageResponseStarted
+		if err := a.sink.Write(ev); err != nil {
+			a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
+			st := apierrors.NewInternalError(errAuditUnavailable).Status()
+			writeStatus(w, &st)
+			return false
+		}
+		return true
+	}}
+	next.ServeHTTP(sw, r)
+	if !sw.started {
+		sw.WriteHeader(http.StatusOK)
+	}
+}
+
+// streamingResponse calls start before the response header goes out; if
+// start refuses, nothing the handler writes is sent.
+type streamingResponse struct {
+	http.ResponseWriter
+	start   func(code int) bool
+	started bool
+	refused bool
+}
+
+func (s *streamingResponse) WriteHeader(code int) {
+	if s.started {
+		return
+	}
+	s.started = true
+	if !s.start(code) {
+		s.refused = true
+		return
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *streamingResponse) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	if s.refused {
+		return 0, errAuditUnavailable
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// FlushError sends what was written; http.ResponseController uses it.
+func (s *streamingResponse) FlushError() error {
+	s.WriteHeader(http.StatusOK)
+	if s.refused {
+		return errAuditUnavailable
+	}
+	return http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (s *streamingResponse) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// isLongRunning reports whether the request streams its response.
+func isLongRunning(ctx context.Context) bool {
+	info, ok := request.RequestInfoFrom(ctx)
+	return ok && info.IsResourceRequest && info.Verb == "watch"
+}
 
 func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *auditRecord, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
 	ev := &auditv1.Event{
@@ -124,6 +197,9 @@ func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 	ev.ResponseStatus = status
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	if ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
+		ev.ObjectRef.Name = rec.name
+	}
 	if len(rec.annotations) > 0 {
 		ev.Annotations = rec.annotations
 	}

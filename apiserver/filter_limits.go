@@ -20,6 +20,13 @@ type limits struct {
 // Retry-After, caps the request body, and gives the request a deadline.
 func withLimits(next http.Handler, l *limits) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, l.maxBodyBytes)
+		if isLongRunning(r.Context()) {
+			// A watch holds no in-flight slot and ends on its own
+			// timeout.
+			next.ServeHTTP(w, r)
+			return
+		}
 		select {
 		case l.inFlight <- struct{}{}:
 			defer func() { <-l.inFlight }()
@@ -30,7 +37,6 @@ func withLimits(next http.Handler, l *limits) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
 		defer cancel()
-		r.Body = http.MaxBytesReader(w, r.Body, l.maxBodyBytes)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -37,9 +37,6 @@ var (
 	roleBindingsGR        = rbacv1.SchemeGroupVersion.WithResource("rolebindings").GroupResource()
 )
 
-// cachedResources are the resources the server keeps watch caches of.
-var cachedResources = []schema.GroupResource{namespacesGR, clusterRolesGR, clusterRoleBindingsGR, rolesGR, roleBindingsGR}
-
 // GetNamespace reads the namespace from the cache and, when the cache does
 // not have it, from etcd: a namespace created a moment ago may not have
 // reached the cache yet.

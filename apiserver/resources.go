@@ -42,7 +42,7 @@ func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().W
 func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupResource() }
 
 // servedVerbs are the verbs every resource supports.
-var servedVerbs = metav1.Verbs{"create", "delete", "get", "list", "update"}
+var servedVerbs = metav1.Verbs{"create", "delete", "get", "list", "update", "watch"}
 
 // resources are the served resources, in discovery order.
 func resources() []*resource {
@@ -177,15 +177,6 @@ func newRegistry(s *runtime.Scheme) (*registry, error) {
 		r.all = append(r.all, res)
 	}
 	return r, nil
-}
-
-func (r *registry) byGroupResource(gr schema.GroupResource) (*resource, bool) {
-	for _, res := range r.all {
-		if res.groupResource() == gr {
-			return res, true
-		}
-	}
-	return nil, false
 }
 
 func (r *registry) lookup(group, version, res string) (*resource, bool) {

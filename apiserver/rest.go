@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
@@ -49,7 +47,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			return
 		}
 		namespace = ""
-	} else if namespace == "" && info.Verb != "list" {
+	} else if namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 		s.respond.error(w, r, notFound())
 		return
 	}
@@ -69,6 +67,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.update(w, r, req)
 	case "delete":
 		s.delete(w, r, req)
+	case "watch":
+		s.watch(w, r, req)
 	default:
 		s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
 	}
@@ -116,38 +116,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	query := r.URL.Query()
-	labelSel, err := labels.Parse(query.Get("labelSelector"))
+	sel, err := parseSelector(q, r)
 	if err != nil {
-		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector: %v", err)))
+		s.respond.error(w, r, err)
 		return
-	}
-	fieldSel, err := fields.ParseSelector(query.Get("fieldSelector"))
-	if err != nil {
-		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldSelector: %v", err)))
-		return
-	}
-	supported := q.res.fieldLabels()
-	for _, req := range fieldSel.Requirements() {
-		if !supported[req.Field] {
-			s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field)))
-			return
-		}
 	}
 	var items []runtime.Object
 	rev, err := s.store.List(r.Context(), q.res.groupResource(), storage.ListPrefix(q.res.groupResource(), q.namespace), q.res.newObject, func(obj runtime.Object) error {
-		accessor, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
-		if !labelSel.Matches(labels.Set(accessor.GetLabels())) {
-			return nil
-		}
-		set, err := q.res.objectFields(obj)
-		if err != nil {
-			return err
-		}
-		if fieldSel.Matches(set) {
+		if sel.matches(obj) {
 			items = append(items, obj)
 		}
 		return nil
@@ -199,6 +175,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) 
 	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
 		accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
 	}
+	auditObjectName(ctx, accessor.GetName())
 	// System fields are the server's to set.
 	accessor.SetUID(types.UID(uuid.NewString()))
 	accessor.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))

@@ -151,12 +151,8 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	caches := map[schema.GroupResource]*storage.Cacher{}
-	for _, gr := range cachedResources {
-		res, ok := reg.byGroupResource(gr)
-		if !ok {
-			return nil, fmt.Errorf("cached resource %s is not served", gr)
-		}
-		caches[gr] = storage.NewCacher(store, gr, res.newObject, watchHistory, c.Logger)
+	for _, res := range reg.all {
+		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
 	reader := cacheReader{store: store, caches: caches}
 	authenticator, err := authn.New(authn.Config{ClientCA: c.ClientCA})
@@ -246,8 +242,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.requestTimeout + 10*time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Refused TLS handshakes (a foreign CA, an old protocol) never
+		// become requests, so they are not audited: they are logged.
+		ErrorLog:    slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()

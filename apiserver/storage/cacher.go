@@ -290,10 +290,13 @@ func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
 
 // Watcher receives the events of a cache.
 type Watcher struct {
-	c      *Cacher
-	ch     chan Event
-	once   sync.Once
-	prefix string
+	// Initial is how many of the first events were there when the watch
+	// started: the current objects (rev 0) or the replayed history.
+	Initial int
+	c       *Cacher
+	ch      chan Event
+	once    sync.Once
+	prefix  string
 }
 
 // Events delivers the events; it is closed when the watch ends: Stop, a
@@ -363,7 +366,7 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int
 			}
 		}
 	}
-	w := &Watcher{c: c, ch: make(chan Event, len(initial)+buffer), prefix: prefix}
+	w := &Watcher{Initial: len(initial), c: c, ch: make(chan Event, len(initial)+buffer), prefix: prefix}
 	for _, ev := range initial {
 		w.send(ev)
 	}
@@ -376,4 +379,11 @@ func (c *Cacher) Ready() bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.ready
+}
+
+// Revision is the revision the cache reflects.
+func (c *Cacher) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
 }

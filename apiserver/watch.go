@@ -1,0 +1,313 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+const (
+	// watchBuffer is how many events a watcher may fall behind before it
+	// is cut off and its client must watch again.
+	watchBuffer = 1000
+	// bookmarkInterval is how often a watch that allows bookmarks gets one.
+	bookmarkInterval = 30 * time.Second
+	// initialEventsEnd marks the bookmark that ends the initial events of
+	// a watch with sendInitialEvents.
+	initialEventsEnd = "k8s.io/initial-events-end"
+)
+
+// selector filters objects by label and field.
+type selector struct {
+	res    *resource
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func parseSelector(q *restRequest, r *http.Request) (*selector, error) {
+	query := r.URL.Query()
+	ls, err := labels.Parse(query.Get("labelSelector"))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector: %v", err))
+	}
+	fs, err := fields.ParseSelector(query.Get("fieldSelector"))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldSelector: %v", err))
+	}
+	supported := q.res.fieldLabels()
+	for _, req := range fs.Requirements() {
+		if !supported[req.Field] {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return &selector{res: q.res, labels: ls, fields: fs}, nil
+}
+
+func (s *selector) everything() bool { return s.labels.Empty() && s.fields.Empty() }
+
+func (s *selector) matches(obj runtime.Object) bool {
+	if obj == nil {
+		return false
+	}
+	if s.everything() {
+		return true
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil || !s.labels.Matches(labels.Set(accessor.GetLabels())) {
+		return false
+	}
+	set, err := s.res.objectFields(obj)
+	return err == nil && s.fields.Matches(set)
+}
+
+// watchOptions are the query parameters of a watch.
+type watchOptions struct {
+	resourceVersion   int64
+	rvSet             bool
+	bookmarks         bool
+	sendInitialEvents bool
+	timeout           time.Duration
+}
+
+func parseWatchOptions(r *http.Request) (*watchOptions, error) {
+	q := r.URL.Query()
+	o := &watchOptions{bookmarks: q.Get("allowWatchBookmarks") == "true"}
+	if rv := q.Get("resourceVersion"); rv != "" && rv != "0" {
+		n, err := storage.ParseResourceVersion(rv)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		o.resourceVersion = n
+	}
+	o.rvSet = q.Get("resourceVersion") != ""
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents must be true or false, got %q", v))
+		}
+		o.sendInitialEvents = b
+	}
+	if o.sendInitialEvents {
+		// The watch-list protocol, validated as kube-apiserver does.
+		if m := q.Get("resourceVersionMatch"); m != string(metav1.ResourceVersionMatchNotOlderThan) {
+			return nil, invalidListOptions(field.NotSupported(field.NewPath("resourceVersionMatch"), m, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+		if !o.bookmarks {
+			return nil, invalidListOptions(field.Forbidden(field.NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be true when sendInitialEvents is true"))
+		}
+	} else if m := q.Get("resourceVersionMatch"); m != "" {
+		return nil, invalidListOptions(field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden for watch unless sendInitialEvents is true"))
+	}
+	// A watch lasts timeoutSeconds, or by default 30 to 60 minutes, as
+	// kube-apiserver spreads reconnections.
+	o.timeout = time.Duration(30+rand.IntN(30)) * time.Minute
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, got %q", v))
+		}
+		if n > 0 {
+			o.timeout = time.Duration(n) * time.Second
+		}
+	}
+	return o, nil
+}
+
+func invalidListOptions(err *field.Error) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", field.ErrorList{err})
+}
+
+// watch streams the changes of a resource, from the watch cache, as
+// metav1.WatchEvents in the format the client asked for, flushing after
+// each event.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	ctx := r.Context()
+	sel, err := parseSelector(q, r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	opts, err := parseWatchOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	info, err := negotiation.NegotiateOutputMediaTypeStream(r, s.codecs, negotiation.DefaultEndpointRestrictions)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	cache := s.caches[q.res.groupResource()]
+	prefix := storage.ListPrefix(q.res.groupResource(), q.namespace)
+	if q.name != "" {
+		prefix = q.key(q.name)
+	}
+	from := opts.resourceVersion
+	if opts.sendInitialEvents && !opts.rvSet {
+		// A consistent start: the initial events reflect every write
+		// made before the watch.
+		cur, err := cache.CurrentRevision(ctx)
+		if err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if _, err := cache.List(ctx, prefix, cur, func(runtime.Object) error { return nil }); err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+	}
+	if opts.sendInitialEvents {
+		if from > 0 {
+			// The initial state must be no older than the
+			// resourceVersion asked for.
+			waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := cache.List(waitCtx, prefix, from, func(runtime.Object) error { return nil })
+			cancel()
+			if err != nil {
+				s.respond.error(w, r, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d", from), 1))
+				return
+			}
+		}
+		from = 0
+	}
+	watcher, startRev, err := cache.Watch(ctx, prefix, from, watchBuffer)
+	if errors.Is(err, storage.ErrExpired) {
+		s.respond.error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
+		return
+	}
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	defer watcher.Stop()
+
+	// The request timeout does not apply to a watch; its own does.
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
+	defer cancel()
+
+	gv := q.res.gvr.GroupVersion()
+	embedded := s.codecs.EncoderForVersion(info.Serializer, gv)
+	framer := info.StreamSerializer.Framer.NewFrameWriter(w)
+	outer := info.StreamSerializer.Serializer
+	var buf bytes.Buffer
+	send := func(typ watch.EventType, obj runtime.Object) error {
+		buf.Reset()
+		if err := embedded.Encode(obj, &buf); err != nil {
+			return err
+		}
+		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: buf.Bytes()}}
+		if err := outer.Encode(ev, framer); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	bookmark := func(rev int64, initialEnd bool) error {
+		obj := q.res.newObject()
+		accessor, _ := meta.Accessor(obj)
+		accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if initialEnd {
+			accessor.SetAnnotations(map[string]string{initialEventsEnd: "true"})
+		}
+		return send(watch.Bookmark, obj)
+	}
+
+	w.Header().Set("Content-Type", info.MediaType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+
+	// Once the initial events are sent, a watch-list client gets its
+	// bookmark.
+	initialLeft := watcher.Initial
+	initialPending := opts.sendInitialEvents
+	lastRev := startRev
+	if initialPending && initialLeft == 0 {
+		if bookmark(startRev, true) != nil {
+			return
+		}
+		initialPending = false
+	}
+	ticker := time.NewTicker(bookmarkInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if opts.bookmarks && !initialPending {
+				if bookmark(max(lastRev, cache.Revision()), false) != nil {
+					return
+				}
+			}
+		case ev, ok := <-watcher.Events():
+			if !ok {
+				return
+			}
+			typ, obj := filterEvent(sel, ev)
+			if obj != nil {
+				if send(typ, obj) != nil {
+					return
+				}
+			}
+			if ev.Rev > lastRev {
+				lastRev = ev.Rev
+			}
+			initialLeft--
+			if initialPending && initialLeft == 0 {
+				if bookmark(startRev, true) != nil {
+					return
+				}
+				initialPending = false
+			}
+		}
+	}
+}
+
+// filterEvent is the event a watcher with sel sees for ev: an object that
+// starts to match is ADDED, one that stops matching is DELETED, and one
+// that never matched is not seen (nil object).
+func filterEvent(sel *selector, ev storage.Event) (watch.EventType, runtime.Object) {
+	if sel.everything() {
+		return ev.Type, ev.Object
+	}
+	now := ev.Type != watch.Deleted && sel.matches(ev.Object)
+	before := ev.PrevObject != nil && sel.matches(ev.PrevObject)
+	switch {
+	case ev.Type == watch.Deleted && before:
+		return watch.Deleted, ev.Object
+	case now && before:
+		return ev.Type, ev.Object
+	case now:
+		return watch.Added, ev.Object
+	case before:
+		gone := ev.PrevObject.DeepCopyObject()
+		if accessor, err := meta.Accessor(gone); err == nil {
+			accessor.SetResourceVersion(strconv.FormatInt(ev.Rev, 10))
+		}
+		return watch.Deleted, gone
+	}
+	return "", nil
+}

@@ -1,0 +1,13 @@
+// Package e2e tests trustplane end to end: the real binary, built once from
+// this module, runs `trustplane up` on loopback ports in a temporary data
+// directory, and stock kubectl binaries of the Kubernetes versions we claim
+// to support talk to it. Nothing here imports the server's packages; the
+// tests see only what an operator sees: the command line, the kubeconfigs,
+// the API and the files in the data directory.
+//
+// The kubectl binaries are looked up as kubectl.1.32 and kubectl.1.33 next
+// to the file that `kubectl` on PATH resolves to, then on PATH. A missing
+// one skips its tests, or fails them when CI=true.
+//
+// The tests are skipped with -short.
+package e2e
