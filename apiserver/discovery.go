@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"mime"
 	"net/http"
 	"runtime"
 	"strings"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -21,15 +23,23 @@ var Version = version.Info{
 	Platform:     runtime.GOOS + "/" + runtime.GOARCH,
 }
 
-// discovery answers the legacy discovery documents: /api, /apis, and one
-// per group and group version.
+// aggregatedMediaType is the aggregated discovery document's content type.
+const aggregatedMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// discovery answers the discovery documents: aggregated (apidiscovery.k8s.io
+// v2) on /api and /apis for clients that ask for it, and the legacy
+// documents on /api, /apis, /apis/<group> and every group version.
 type discovery struct {
-	groups   []metav1.APIGroup
-	versions map[string]*metav1.APIResourceList // by group version, "v1" for core
+	groups     []metav1.APIGroup
+	versions   map[string]*metav1.APIResourceList // by group version, "v1" for core
+	aggregated map[string]*apidiscoveryv2.APIGroupDiscoveryList
 }
 
 func newDiscovery(reg *registry) *discovery {
 	d := &discovery{versions: map[string]*metav1.APIResourceList{}}
+	core := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	groups := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: core.TypeMeta}
+	aggGroups := map[string]*apidiscoveryv2.APIGroupDiscovery{}
 	for _, res := range reg.all {
 		gv := res.gvr.GroupVersion()
 		list, ok := d.versions[gv.String()]
@@ -54,16 +64,89 @@ func newDiscovery(reg *registry) *discovery {
 			SingularName: res.singular,
 			Namespaced:   res.namespaced,
 			Kind:         res.kind,
-			Verbs:        servedVerbs,
+			Verbs:        res.verbs(),
 			ShortNames:   res.shortNames,
+			Categories:   res.categories,
 		})
+		for _, sub := range res.subresources {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name:       res.gvr.Resource + "/" + sub.name,
+				Namespaced: res.namespaced,
+				Group:      sub.kind.Group,
+				Version:    sub.kind.Version,
+				Kind:       sub.kind.Kind,
+				Verbs:      sub.verbs,
+			})
+		}
+
+		g, ok := aggGroups[gv.Group]
+		if !ok {
+			g = &apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: gv.Group}}
+			aggGroups[gv.Group] = g
+		}
+		if len(g.Versions) == 0 || g.Versions[len(g.Versions)-1].Version != gv.Version {
+			g.Versions = append(g.Versions, apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+		}
+		v := &g.Versions[len(g.Versions)-1]
+		scope := apidiscoveryv2.ScopeCluster
+		if res.namespaced {
+			scope = apidiscoveryv2.ScopeNamespace
+		}
+		rd := apidiscoveryv2.APIResourceDiscovery{
+			Resource:         res.gvr.Resource,
+			ResponseKind:     &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.kind},
+			Scope:            scope,
+			SingularResource: res.singular,
+			Verbs:            res.verbs(),
+			ShortNames:       res.shortNames,
+			Categories:       res.categories,
+		}
+		for _, sub := range res.subresources {
+			rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+				Subresource:  sub.name,
+				ResponseKind: &metav1.GroupVersionKind{Group: sub.kind.Group, Version: sub.kind.Version, Kind: sub.kind.Kind},
+				Verbs:        sub.verbs,
+			})
+		}
+		v.Resources = append(v.Resources, rd)
 	}
+	if g, ok := aggGroups[""]; ok {
+		core.Items = append(core.Items, *g)
+	}
+	for _, g := range d.groups {
+		groups.Items = append(groups.Items, *aggGroups[g.Name])
+	}
+	d.aggregated = map[string]*apidiscoveryv2.APIGroupDiscoveryList{"/api": core, "/apis": groups}
 	return d
+}
+
+// wantsAggregated reports whether the Accept header asks for aggregated
+// discovery v2 before anything else it accepts.
+func wantsAggregated(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if mediaType == "application/json" && params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" && params["as"] == "APIGroupDiscoveryList" {
+			return true
+		}
+		if mediaType == "application/json" && params["as"] == "" {
+			// Plain JSON comes first: the legacy documents.
+			return false
+		}
+	}
+	return false
 }
 
 // serve answers a discovery path, reporting whether it was one.
 func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *responder) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	w.Header().Set("Vary", "Accept")
+	if agg, ok := d.aggregated[path]; ok && wantsAggregated(r) {
+		respond.jsonAs(w, http.StatusOK, aggregatedMediaType, agg)
+		return true
+	}
 	switch {
 	case path == "/api":
 		respond.json(w, http.StatusOK, &metav1.APIVersions{

@@ -35,14 +35,27 @@ type resource struct {
 	// fields are the field selector labels beyond metadata.name and
 	// metadata.namespace.
 	fields func(obj runtime.Object) fields.Set
+	// subresources are served below an object of the resource.
+	subresources []subresource
+	// categories group resources for kubectl (e.g. "all").
+	categories []string
+}
+
+// subresource is one subresource of a resource, for discovery.
+type subresource struct {
+	name  string
+	kind  schema.GroupVersionKind
+	verbs metav1.Verbs
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
 
 func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupResource() }
 
-// servedVerbs are the verbs every resource supports.
-var servedVerbs = metav1.Verbs{"create", "delete", "get", "list", "update", "watch"}
+// verbs are the verbs the resource supports.
+func (r *resource) verbs() metav1.Verbs {
+	return metav1.Verbs{"create", "delete", "get", "list", "update", "watch"}
+}
 
 // resources are the served resources, in discovery order.
 func resources() []*resource {

@@ -96,12 +96,17 @@ func metaAccessor(obj runtime.Object) (metav1.Object, error) {
 // json writes a document that is only ever served as JSON: discovery,
 // version and health.
 func (rs *responder) json(w http.ResponseWriter, code int, v any) {
+	rs.jsonAs(w, code, "application/json", v)
+}
+
+// jsonAs writes v as JSON with the given content type.
+func (rs *responder) jsonAs(w http.ResponseWriter, code int, contentType string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		writeError(context.Background(), w, rs.logger, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	w.Write(body)
