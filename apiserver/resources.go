@@ -32,6 +32,11 @@ type resource struct {
 	prepareUpdate func(obj, old runtime.Object)
 	// validate checks the object beyond its metadata; old is nil on create.
 	validate func(obj, old runtime.Object) field.ErrorList
+	// validateStatus checks an update of the status subresource.
+	validateStatus func(obj, old runtime.Object) field.ErrorList
+	// gracePeriod is how long a deleted object lingers for its node agent
+	// to stop it; nil or 0 deletes at once.
+	gracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
 	// fields are the field selector labels beyond metadata.name and
 	// metadata.namespace.
 	fields func(obj runtime.Object) fields.Set
@@ -39,6 +44,9 @@ type resource struct {
 	subresources []subresource
 	// categories group resources for kubectl (e.g. "all").
 	categories []string
+	// tracksGeneration: metadata.generation starts at 1 and counts changes
+	// of the spec.
+	tracksGeneration bool
 }
 
 // subresource is one subresource of a resource, for discovery.
@@ -46,6 +54,25 @@ type subresource struct {
 	name  string
 	kind  schema.GroupVersionKind
 	verbs metav1.Verbs
+}
+
+// hasStatus reports whether the status is written through a subresource.
+func (r *resource) hasStatus() bool {
+	for _, sub := range r.subresources {
+		if sub.name == "status" {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *resource) subresource(name string) (subresource, bool) {
+	for _, sub := range r.subresources {
+		if sub.name == name {
+			return sub, true
+		}
+	}
+	return subresource{}, false
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -91,6 +118,10 @@ func resources() []*resource {
 			},
 			fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
+			},
+			subresources: []subresource{
+				{name: "status", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), verbs: metav1.Verbs{"get", "update"}},
+				{name: "finalize", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), verbs: metav1.Verbs{"update"}},
 			},
 		},
 		{

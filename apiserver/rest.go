@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +36,15 @@ func notFound() error {
 // serveResource dispatches a resource request to its verb handler.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
 	res, ok := s.registry.lookup(info.APIGroup, info.APIVersion, info.Resource)
-	if !ok || info.Subresource != "" {
+	if !ok {
 		s.respond.error(w, r, notFound())
 		return
+	}
+	if info.Subresource != "" {
+		if _, ok := res.subresource(info.Subresource); !ok || info.Name == "" {
+			s.respond.error(w, r, notFound())
+			return
+		}
 	}
 	namespace := info.Namespace
 	if !res.namespaced {
@@ -51,7 +59,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.respond.error(w, r, notFound())
 		return
 	}
-	req := &restRequest{res: res, namespace: namespace, name: info.Name}
+	req := &restRequest{res: res, namespace: namespace, name: info.Name, subresource: info.Subresource}
+	if info.Subresource != "" {
+		s.serveSubresource(w, r, req, info.Verb)
+		return
+	}
 	switch info.Verb {
 	case "get":
 		s.get(w, r, req)
@@ -74,11 +86,29 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	}
 }
 
+// serveSubresource dispatches a request for a subresource of an object.
+func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *restRequest, verb string) {
+	sub, _ := q.res.subresource(q.subresource)
+	if !slices.Contains(sub.verbs, verb) {
+		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+		return
+	}
+	switch {
+	case q.subresource == "status" && verb == "get":
+		s.get(w, r, q)
+	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update":
+		s.update(w, r, q)
+	default:
+		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+	}
+}
+
 // restRequest is what the verb handlers need of a resource request.
 type restRequest struct {
-	res       *resource
-	namespace string
-	name      string
+	res         *resource
+	namespace   string
+	name        string
+	subresource string
 }
 
 func (q *restRequest) key(name string) string {
@@ -181,6 +211,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) 
 	accessor.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
 	accessor.SetDeletionTimestamp(nil)
 	accessor.SetDeletionGracePeriodSeconds(nil)
+	accessor.SetGeneration(0)
+	if q.res.tracksGeneration {
+		accessor.SetGeneration(1)
+	}
 	if q.res.prepareCreate != nil {
 		q.res.prepareCreate(obj)
 	}
@@ -217,99 +251,6 @@ func checkNamespace(accessor metav1.Object, q *restRequest) error {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return nil
-}
-
-// maxUpdateAttempts bounds retries of an unconditional update that races
-// with other writers.
-const maxUpdateAttempts = 5
-
-func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	dry, err := dryRun(r.URL.Query()["dryRun"])
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	obj, err := s.decodeObject(w, r, q.res)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(ctx, obj)
-	accessor, err := meta.Accessor(obj)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if accessor.GetName() != q.name {
-		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name)))
-		return
-	}
-	if err := checkNamespace(accessor, q); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	wantRV := accessor.GetResourceVersion()
-	if _, err := storage.ParseResourceVersion(wantRV); err != nil {
-		s.respond.error(w, r, apierrors.NewBadRequest(err.Error()))
-		return
-	}
-	for attempt := 1; ; attempt++ {
-		old := q.res.newObject()
-		if err := s.store.Get(ctx, q.res.groupResource(), q.key(q.name), old); err != nil {
-			s.respond.error(w, r, q.storageError(err, q.name))
-			return
-		}
-		oldAccessor, err := meta.Accessor(old)
-		if err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		if wantRV != "" && wantRV != oldAccessor.GetResourceVersion() {
-			s.respond.error(w, r, q.storageError(storage.ErrConflict, q.name))
-			return
-		}
-		if uid := accessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
-			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID())))
-			return
-		}
-		next := obj.DeepCopyObject()
-		nextAccessor, _ := meta.Accessor(next)
-		// System fields stay as stored.
-		nextAccessor.SetUID(oldAccessor.GetUID())
-		nextAccessor.SetCreationTimestamp(oldAccessor.GetCreationTimestamp())
-		nextAccessor.SetGeneration(oldAccessor.GetGeneration())
-		nextAccessor.SetDeletionTimestamp(oldAccessor.GetDeletionTimestamp())
-		nextAccessor.SetDeletionGracePeriodSeconds(oldAccessor.GetDeletionGracePeriodSeconds())
-		nextAccessor.SetResourceVersion(oldAccessor.GetResourceVersion())
-		if q.res.prepareUpdate != nil {
-			q.res.prepareUpdate(next, old)
-		}
-		attrs := s.admissionAttributes(ctx, q, next, old, q.name, admission.Update, &metav1.UpdateOptions{}, dry)
-		if err := s.admit(ctx, attrs); err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		if err := s.validate(ctx, q.res, next, old, attrs); err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		if dry {
-			s.respond.object(w, r, http.StatusOK, next)
-			return
-		}
-		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-		err = s.store.Update(ctx, q.res.groupResource(), q.key(q.name), rev, next)
-		if errors.Is(err, storage.ErrConflict) && wantRV == "" && attempt < maxUpdateAttempts {
-			continue
-		}
-		if err != nil {
-			s.respond.error(w, r, q.storageError(err, q.name))
-			return
-		}
-		s.respond.object(w, r, http.StatusOK, next)
-		return
-	}
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) {
@@ -353,17 +294,36 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) 
 		s.respond.error(w, r, err)
 		return
 	}
-	if !dry {
-		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-		// A namespace goes with everything in it, in one transaction, so
-		// nothing is left behind in a namespace that no longer exists.
-		var prefixes []string
-		if q.res.gvr.Resource == "namespaces" && q.res.gvr.Group == "" {
-			for _, nsRes := range s.registry.namespaced() {
-				prefixes = append(prefixes, storage.ListPrefix(nsRes.groupResource(), q.name))
+	rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
+	if oldAccessor.GetDeletionTimestamp() != nil {
+		// Being deleted already; it goes when its finalizers are done.
+		s.respond.object(w, r, http.StatusOK, old)
+		return
+	}
+	var grace int64
+	if q.res.gracePeriod != nil {
+		grace = q.res.gracePeriod(old, opts)
+	}
+	if len(oldAccessor.GetFinalizers()) > 0 || grace > 0 {
+		// Graceful deletion: mark the object; its finalizers (or the node
+		// agent, for a pod) finish it.
+		now := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		oldAccessor.SetDeletionTimestamp(&now)
+		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
+		if ns, ok := old.(*corev1.Namespace); ok {
+			ns.Status.Phase = corev1.NamespaceTerminating
+		}
+		if !dry {
+			if err := s.store.Update(ctx, q.res.groupResource(), q.key(q.name), rev, old); err != nil {
+				s.respond.error(w, r, q.storageError(err, q.name))
+				return
 			}
 		}
-		if _, err := s.store.Delete(ctx, q.key(q.name), rev, prefixes...); err != nil {
+		s.respond.object(w, r, http.StatusOK, old)
+		return
+	}
+	if !dry {
+		if err := s.deleteStored(ctx, q, q.name, rev); err != nil {
 			s.respond.error(w, r, q.storageError(err, q.name))
 			return
 		}
@@ -377,4 +337,18 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) 
 			UID:   oldAccessor.GetUID(),
 		},
 	})
+}
+
+// deleteStored removes a stored object at revision rev. A namespace goes
+// with everything in it, in one transaction, so nothing is left behind in
+// a namespace that no longer exists.
+func (s *Server) deleteStored(ctx context.Context, q *restRequest, name string, rev int64) error {
+	var prefixes []string
+	if q.res.gvr.Resource == "namespaces" && q.res.gvr.Group == "" {
+		for _, nsRes := range s.registry.namespaced() {
+			prefixes = append(prefixes, storage.ListPrefix(nsRes.groupResource(), name))
+		}
+	}
+	_, err := s.store.Delete(ctx, q.key(name), rev, prefixes...)
+	return err
 }

@@ -1,0 +1,102 @@
+package apiserver
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestFinalizersHoldDeletion(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	const fin = "example.com/hold"
+
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{fin}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("held").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The config map waits for its finalizer.
+	if err := cs.CoreV1().ConfigMaps("held").Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cs.CoreV1().ConfigMaps("held").Get(ctx, "c", metav1.GetOptions{})
+	if err != nil || cm.DeletionTimestamp == nil {
+		t.Fatalf("config map after delete: %v %v, want it kept with a deletionTimestamp", cm, err)
+	}
+	cm.Finalizers = append(cm.Finalizers, "example.com/late")
+	if _, err := cs.CoreV1().ConfigMaps("held").Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("adding a finalizer to an object being deleted: %v, want Invalid", err)
+	}
+	cm.Finalizers = nil
+	if _, err := cs.CoreV1().ConfigMaps("held").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("held").Get(ctx, "c", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("config map after its last finalizer: %v, want NotFound", err)
+	}
+
+	// The namespace terminates: no new content, then it goes with what
+	// is in it once its finalizer is removed.
+	if _, err := cs.CoreV1().ConfigMaps("held").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err = cs.CoreV1().Namespaces().Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
+		t.Fatalf("namespace after delete: %+v %v, want Terminating", ns, err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("held").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("create in a terminating namespace: %v, want Forbidden", err)
+	}
+	ns.Finalizers = nil
+	if _, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace after its finalizer: %v, want NotFound", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("held").Get(ctx, "d", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("content of the deleted namespace: %v, want NotFound", err)
+	}
+}
+
+func TestStatusSubresource(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "st"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := corev1.NamespaceCondition{Type: "Example", Status: corev1.ConditionTrue}
+	ns.Status.Conditions = []corev1.NamespaceCondition{cond}
+	ns.Labels["via"] = "main"
+	updated, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(updated.Status.Conditions) != 0 || updated.Labels["via"] != "main" {
+		t.Errorf("main update: status %+v labels %v; want the status ignored and the label kept", updated.Status, updated.Labels)
+	}
+	updated.Status.Conditions = []corev1.NamespaceCondition{cond}
+	updated.Labels["via"] = "status"
+	st, err := cs.CoreV1().Namespaces().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Status.Conditions) != 1 || st.Labels["via"] != "main" {
+		t.Errorf("status update: status %+v labels %v; want the condition and the label unchanged", st.Status, st.Labels)
+	}
+	alice := ts.clientset(t, &identity{user: "alice"})
+	if _, err := alice.CoreV1().Namespaces().UpdateStatus(ctx, st, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("status update without permission: %v, want Forbidden", err)
+	}
+}
