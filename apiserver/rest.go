@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -143,37 +142,6 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		return
 	}
 	s.respond.object(w, r, http.StatusOK, obj)
-}
-
-func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	sel, err := parseSelector(q, r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	var items []runtime.Object
-	rev, err := s.store.List(r.Context(), q.res.groupResource(), storage.ListPrefix(q.res.groupResource(), q.namespace), q.res.newObject, func(obj runtime.Object) error {
-		if sel.matches(obj) {
-			items = append(items, obj)
-		}
-		return nil
-	})
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	list := q.res.newList()
-	if err := meta.SetList(list, items); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	listMeta, err := meta.ListAccessor(list)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	listMeta.SetResourceVersion(fmt.Sprint(rev))
-	s.respond.object(w, r, http.StatusOK, list)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) {

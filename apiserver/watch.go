@@ -182,7 +182,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			_, err := cache.List(waitCtx, prefix, from, func(runtime.Object) error { return nil })
 			cancel()
 			if err != nil {
-				s.respond.error(w, r, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d", from), 1))
+				s.respond.error(w, r, tooLargeResourceVersion(from, cache.Revision()))
 				return
 			}
 		}
@@ -310,4 +310,10 @@ func filterEvent(sel *selector, ev storage.Event) (watch.EventType, runtime.Obje
 		return watch.Deleted, gone
 	}
 	return "", nil
+}
+
+func fieldForbidden(path, msg string) *field.Error { return field.Forbidden(field.NewPath(path), msg) }
+
+func fieldNotSupported(path, value string, valid []string) *field.Error {
+	return field.NotSupported(field.NewPath(path), value, valid)
 }

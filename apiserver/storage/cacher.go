@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,6 +238,11 @@ func (c *Cacher) waitLocked(ctx context.Context, rev int64) error {
 			c.mu.Unlock()
 		})
 		defer stop()
+		// A resource that does not change would never catch up with a
+		// newer revision: ask etcd to tell the watch how far it is.
+		progressCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go c.requestProgress(progressCtx)
 	}
 	for !c.ready || c.rev < rev {
 		if err := ctx.Err(); err != nil {
@@ -244,6 +251,23 @@ func (c *Cacher) waitLocked(ctx context.Context, rev int64) error {
 		c.changed.Wait()
 	}
 	return nil
+}
+
+// requestProgress asks etcd, every 50ms until ctx is done, for a progress
+// notification on the watch stream, which advances the cache's revision.
+func (c *Cacher) requestProgress(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		// The watch stream is the one of contexts carrying the
+		// require-leader metadata, which listAndWatch uses.
+		c.store.client.RequestProgress(clientv3.WithRequireLeader(ctx))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // List calls visit for every object in the cache whose key starts with
@@ -255,11 +279,17 @@ func (c *Cacher) List(ctx context.Context, prefix string, rev int64, visit func(
 	if err := c.waitLocked(ctx, rev); err != nil {
 		return 0, err
 	}
-	for key, obj := range c.objects {
-		if len(key) >= len(prefix) && key[:len(prefix)] == prefix {
-			if err := visit(obj); err != nil {
-				return 0, err
-			}
+	keys := make([]string, 0, len(c.objects))
+	for key := range c.objects {
+		if strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	// In key order, as etcd lists them.
+	slices.Sort(keys)
+	for _, key := range keys {
+		if err := visit(c.objects[key]); err != nil {
+			return 0, err
 		}
 	}
 	return c.rev, nil

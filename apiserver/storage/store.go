@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -162,6 +164,57 @@ func (s *Store) List(ctx context.Context, gr schema.GroupResource, prefix string
 		}
 	}
 	return resp.Header.Revision, nil
+}
+
+// Page is one page of a paged list.
+type Page struct {
+	// Rev is the revision the whole list is read at.
+	Rev int64
+	// Next is the key to continue from, "" when the list is complete.
+	Next string
+}
+
+// ListPage reads at most limit keys (0: all) from start up to the end of
+// prefix at revision rev (0: the current one), decoding each into a fresh
+// object from newItem and passing it to add. A revision that etcd has
+// compacted is ErrExpired.
+func (s *Store) ListPage(ctx context.Context, gr schema.GroupResource, prefix, start string, rev, limit int64, newItem func() runtime.Object, add func(runtime.Object) error) (Page, error) {
+	if !strings.HasPrefix(start, prefix) {
+		return Page{}, fmt.Errorf("list %s: start key %q is outside the prefix", prefix, start)
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	if limit > 0 {
+		opts = append(opts, clientv3.WithLimit(limit))
+	}
+	resp, err := s.client.Get(ctx, start, opts...)
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return Page{}, fmt.Errorf("%w: revision %d was compacted", ErrExpired, rev)
+	}
+	if err != nil {
+		return Page{}, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	page := Page{Rev: resp.Header.Revision}
+	if rev > 0 {
+		page.Rev = rev
+	}
+	for _, kv := range resp.Kvs {
+		item := newItem()
+		if err := s.decode(ctx, gr, string(kv.Key), kv.Value, kv.ModRevision, item); err != nil {
+			return Page{}, err
+		}
+		if err := add(item); err != nil {
+			return Page{}, err
+		}
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		page.Next = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	return page, nil
 }
 
 // Update replaces the object at key with obj if the stored object is still
