@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // responder writes objects and errors in the API's formats.
@@ -26,8 +25,14 @@ type responder struct {
 // object writes obj with the status code, in the format the client asked
 // for first among those served, and records it for the audit log.
 func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	_, info, err := negotiation.NegotiateOutputMediaType(r, rs.codecs, negotiation.DefaultEndpointRestrictions)
+	opts, info, err := rs.negotiate(r)
 	if err != nil {
+		rs.error(w, r, err)
+		return
+	}
+	// The audit log records the object, not its presentation.
+	auditResponseObject(r.Context(), obj)
+	if obj, err = transform(r, opts, obj, false); err != nil {
 		rs.error(w, r, err)
 		return
 	}
@@ -42,7 +47,6 @@ func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, ob
 		rs.error(w, r, err)
 		return
 	}
-	auditResponseObject(r.Context(), obj)
 	w.Header().Set("Content-Type", info.MediaType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)

@@ -18,6 +18,9 @@ func newScheme() (*runtime.Scheme, error) {
 		}
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

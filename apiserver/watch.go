@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -150,9 +149,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		s.respond.error(w, r, err)
 		return
 	}
-	info, err := negotiation.NegotiateOutputMediaTypeStream(r, s.codecs, negotiation.DefaultEndpointRestrictions)
+	mediaOpts, info, err := s.respond.negotiate(r)
 	if err != nil {
 		s.respond.error(w, r, err)
+		return
+	}
+	if info.StreamSerializer == nil {
+		s.respond.error(w, r, notAcceptable("the requested format cannot be streamed"))
 		return
 	}
 	cache := s.caches[q.res.groupResource()]
@@ -205,14 +208,27 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
 	defer cancel()
 
-	gv := q.res.gvr.GroupVersion()
-	embedded := s.codecs.EncoderForVersion(info.Serializer, gv)
 	framer := info.StreamSerializer.Framer.NewFrameWriter(w)
 	outer := info.StreamSerializer.Serializer
 	var buf bytes.Buffer
+	headersSent := false
 	send := func(typ watch.EventType, obj runtime.Object) error {
+		isTable := mediaOpts.Convert != nil && mediaOpts.Convert.Kind == "Table"
+		if typ != watch.Bookmark || !isTable {
+			// A Table watch gets one Table of one row per event, with
+			// the column definitions in the first only.
+			var err error
+			if obj, err = transform(r, mediaOpts, obj, isTable && headersSent); err != nil {
+				return err
+			}
+			headersSent = true
+		}
+		gvks, _, err := s.scheme.ObjectKinds(obj)
+		if err != nil {
+			return err
+		}
 		buf.Reset()
-		if err := embedded.Encode(obj, &buf); err != nil {
+		if err := s.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &buf); err != nil {
 			return err
 		}
 		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: buf.Bytes()}}

@@ -1,0 +1,136 @@
+package apiserver
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+
+	"github.com/trustplane/trustplane/apiserver/printers"
+)
+
+// transformRestrictions let clients ask for a resource as a
+// meta.k8s.io/v1 Table (kubectl get) or as PartialObjectMetadata
+// (metadata informers), and for nothing else.
+type transformRestrictions struct{}
+
+func (transformRestrictions) AllowsMediaTypeTransform(mimeType, mimeSubType string, target *schema.GroupVersionKind) bool {
+	if target == nil {
+		return true
+	}
+	if target.Group != metav1.GroupName || (target.Version != "v1" && target.Version != "v1beta1") {
+		return false
+	}
+	switch target.Kind {
+	case "Table", "PartialObjectMetadata", "PartialObjectMetadataList":
+		// Tables in protobuf are not served, as kube-apiserver.
+		return target.Kind != "Table" || mimeSubType == "json" || mimeSubType == "yaml"
+	}
+	return false
+}
+
+func (transformRestrictions) AllowsServerVersion(string) bool  { return false }
+func (transformRestrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
+
+// negotiate picks the output format and the transformation asked for.
+func (rs *responder) negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
+	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
+}
+
+// transform turns obj (an object or a list) into what the client asked
+// for: unchanged, a Table, or partial object metadata. noHeaders drops the
+// Table's column definitions (watch events after the first).
+func transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.Object, noHeaders bool) (runtime.Object, error) {
+	target := opts.Convert
+	if target == nil {
+		return obj, nil
+	}
+	gv := metav1.SchemeGroupVersion
+	switch target.Kind {
+	case "Table":
+		if _, isStatus := obj.(*metav1.Status); isStatus {
+			return obj, nil
+		}
+		table, err := printers.Table(obj, noHeaders, time.Now())
+		if err != nil {
+			return nil, notAcceptable(err.Error())
+		}
+		switch r.URL.Query().Get("includeObject") {
+		case "", string(metav1.IncludeMetadata):
+		case string(metav1.IncludeNone):
+			for i := range table.Rows {
+				table.Rows[i].Object = runtime.RawExtension{}
+			}
+		case string(metav1.IncludeObject):
+			items, _ := meta.ExtractList(obj)
+			if items == nil {
+				items = []runtime.Object{obj}
+			}
+			for i := range table.Rows {
+				if i < len(items) {
+					table.Rows[i].Object = runtime.RawExtension{Object: items[i]}
+				}
+			}
+		default:
+			return nil, apierrors.NewBadRequest("includeObject must be None, Metadata or Object")
+		}
+		table.SetGroupVersionKind(gv.WithKind("Table"))
+		return table, nil
+	case "PartialObjectMetadata", "PartialObjectMetadataList":
+		if meta.IsListType(obj) {
+			if target.Kind != "PartialObjectMetadataList" {
+				return nil, notAcceptable("a list can only be served as PartialObjectMetadataList")
+			}
+			listMeta, err := meta.ListAccessor(obj)
+			if err != nil {
+				return nil, err
+			}
+			out := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: gv.String()}}
+			out.ResourceVersion = listMeta.GetResourceVersion()
+			out.Continue = listMeta.GetContinue()
+			err = meta.EachListItem(obj, func(item runtime.Object) error {
+				p, err := partialMetadata(item)
+				if err == nil {
+					out.Items = append(out.Items, *p)
+				}
+				return err
+			})
+			return out, err
+		}
+		if target.Kind != "PartialObjectMetadata" {
+			return nil, notAcceptable("an object can only be served as PartialObjectMetadata")
+		}
+		return partialMetadata(obj)
+	}
+	return nil, notAcceptable("unsupported transformation")
+}
+
+func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	withMeta, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, errors.New("object has no metadata")
+	}
+	objMeta, ok := withMeta.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil, errors.New("object has no metadata")
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: metav1.SchemeGroupVersion.String()},
+		ObjectMeta: *objMeta.DeepCopy(),
+	}, nil
+}
+
+func notAcceptable(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: msg,
+	}}
+}
