@@ -114,6 +114,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		EtcdTimeout:         DefaultEtcdTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
 		MaxRequestsInFlight: o.MaxRequestsInFlight,
+		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		Logger:              logger,
 	}
 	closeAll := func() error { return errors.Join(etcdClient.Close(), auditLog.Close()) }

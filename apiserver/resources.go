@@ -81,7 +81,7 @@ func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupReso
 
 // verbs are the verbs the resource supports.
 func (r *resource) verbs() metav1.Verbs {
-	return metav1.Verbs{"create", "delete", "get", "list", "update", "watch"}
+	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "update", "watch"}
 }
 
 // resources are the served resources, in discovery order.

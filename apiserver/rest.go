@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +77,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.update(w, r, req)
 	case "delete":
 		s.delete(w, r, req)
+	case "deletecollection":
+		s.deleteCollection(w, r, req)
 	case "watch":
 		s.watch(w, r, req)
 	default:
@@ -124,6 +125,8 @@ func (q *restRequest) storageError(err error, name string) error {
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, storage.ErrConflict):
 		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMsg))
+	case errors.Is(err, storage.ErrTooLarge):
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the stored object would exceed the limit of %d bytes", storage.MaxObjectBytes))
 	}
 	return err
 }
@@ -219,104 +222,4 @@ func checkNamespace(accessor metav1.Object, q *restRequest) error {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return nil
-}
-
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	opts, err := s.decodeDeleteOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	dry, err := dryRun(opts.DryRun)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	old := q.res.newObject()
-	if err := s.store.Get(ctx, q.res.groupResource(), q.key(q.name), old); err != nil {
-		s.respond.error(w, r, q.storageError(err, q.name))
-		return
-	}
-	oldAccessor, err := meta.Accessor(old)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && *p.UID != oldAccessor.GetUID() {
-			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, oldAccessor.GetUID())))
-			return
-		}
-		if p.ResourceVersion != nil && *p.ResourceVersion != oldAccessor.GetResourceVersion() {
-			s.respond.error(w, r, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, oldAccessor.GetResourceVersion())))
-			return
-		}
-	}
-	attrs := s.admissionAttributes(ctx, q, nil, old, q.name, admission.Delete, opts, dry)
-	if err := s.admit(ctx, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if err := s.validateAdmission(ctx, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-	if oldAccessor.GetDeletionTimestamp() != nil {
-		// Being deleted already; it goes when its finalizers are done.
-		s.respond.object(w, r, http.StatusOK, old)
-		return
-	}
-	var grace int64
-	if q.res.gracePeriod != nil {
-		grace = q.res.gracePeriod(old, opts)
-	}
-	if len(oldAccessor.GetFinalizers()) > 0 || grace > 0 {
-		// Graceful deletion: mark the object; its finalizers (or the node
-		// agent, for a pod) finish it.
-		now := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-		oldAccessor.SetDeletionTimestamp(&now)
-		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
-		if ns, ok := old.(*corev1.Namespace); ok {
-			ns.Status.Phase = corev1.NamespaceTerminating
-		}
-		if !dry {
-			if err := s.store.Update(ctx, q.res.groupResource(), q.key(q.name), rev, old); err != nil {
-				s.respond.error(w, r, q.storageError(err, q.name))
-				return
-			}
-		}
-		s.respond.object(w, r, http.StatusOK, old)
-		return
-	}
-	if !dry {
-		if err := s.deleteStored(ctx, q, q.name, rev); err != nil {
-			s.respond.error(w, r, q.storageError(err, q.name))
-			return
-		}
-	}
-	s.respond.object(w, r, http.StatusOK, &metav1.Status{
-		Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{
-			Name:  q.name,
-			Group: q.res.gvr.Group,
-			Kind:  q.res.gvr.Resource,
-			UID:   oldAccessor.GetUID(),
-		},
-	})
-}
-
-// deleteStored removes a stored object at revision rev. A namespace goes
-// with everything in it, in one transaction, so nothing is left behind in
-// a namespace that no longer exists.
-func (s *Server) deleteStored(ctx context.Context, q *restRequest, name string, rev int64) error {
-	var prefixes []string
-	if q.res.gvr.Resource == "namespaces" && q.res.gvr.Group == "" {
-		for _, nsRes := range s.registry.namespaced() {
-			prefixes = append(prefixes, storage.ListPrefix(nsRes.groupResource(), name))
-		}
-	}
-	_, err := s.store.Delete(ctx, q.key(name), rev, prefixes...)
-	return err
 }

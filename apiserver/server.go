@@ -56,7 +56,10 @@ type Config struct {
 	MaxRequestBodyBytes int64
 	// MaxRequestsInFlight bounds concurrent requests; beyond it, 429.
 	MaxRequestsInFlight int
-	Logger              *slog.Logger
+	// MaxWatchesPerUser bounds the watches one user holds open; beyond
+	// it, 429.
+	MaxWatchesPerUser int
+	Logger            *slog.Logger
 }
 
 // Default limits, as kube-apiserver's.
@@ -65,6 +68,7 @@ const (
 	DefaultEtcdTimeout         = 30 * time.Second
 	DefaultMaxRequestBodyBytes = 3 << 20
 	DefaultMaxRequestsInFlight = 600
+	DefaultMaxWatchesPerUser   = 10000
 )
 
 func (c *Config) validate() error {
@@ -96,6 +100,9 @@ func (c *Config) validate() error {
 	if c.MaxRequestBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max request body bytes must be positive, got %d", c.MaxRequestBodyBytes))
 	}
+	if c.MaxWatchesPerUser <= 0 {
+		errs = append(errs, fmt.Errorf("max watches per user must be positive, got %d", c.MaxWatchesPerUser))
+	}
 	if c.MaxRequestsInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("max requests in flight must be positive, got %d", c.MaxRequestsInFlight))
 	}
@@ -126,6 +133,7 @@ type Server struct {
 	handler          http.Handler
 	etcd             *clientv3.Client
 	caches           map[schema.GroupResource]*storage.Cacher
+	watches          *watchCounter
 	requestTimeout   time.Duration
 }
 
@@ -187,6 +195,7 @@ func New(c Config) (*Server, error) {
 			timeout:      c.RequestTimeout,
 			inFlight:     make(chan struct{}, c.MaxRequestsInFlight),
 		},
+		watches:        &watchCounter{max: c.MaxWatchesPerUser, byUser: map[string]int{}},
 		etcd:           c.Etcd,
 		caches:         caches,
 		requestTimeout: c.RequestTimeout,

@@ -73,6 +73,7 @@ func startServer(t testing.TB, opts ...serverOption) *testServer {
 		EtcdTimeout:         DefaultEtcdTimeout,
 		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
 		MaxRequestsInFlight: DefaultMaxRequestsInFlight,
+		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, o := range opts {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -158,6 +159,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		s.respond.error(w, r, notAcceptable("the requested format cannot be streamed"))
 		return
 	}
+	user := userFrom(ctx).GetName()
+	if !s.watches.acquire(user) {
+		s.respond.error(w, r, apierrors.NewTooManyRequests("too many watches open for this user", 1))
+		return
+	}
+	defer s.watches.release(user)
 	cache := s.caches[q.res.groupResource()]
 	prefix := storage.ListPrefix(q.res.groupResource(), q.namespace)
 	if q.name != "" {
@@ -332,4 +339,29 @@ func fieldForbidden(path, msg string) *field.Error { return field.Forbidden(fiel
 
 func fieldNotSupported(path, value string, valid []string) *field.Error {
 	return field.NotSupported(field.NewPath(path), value, valid)
+}
+
+// watchCounter bounds the watches each user holds open.
+type watchCounter struct {
+	max    int
+	mu     sync.Mutex // guards byUser
+	byUser map[string]int
+}
+
+func (c *watchCounter) acquire(user string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byUser[user] >= c.max {
+		return false
+	}
+	c.byUser[user]++
+	return true
+}
+
+func (c *watchCounter) release(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byUser[user]--; c.byUser[user] <= 0 {
+		delete(c.byUser, user)
+	}
 }

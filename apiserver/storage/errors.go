@@ -10,4 +10,11 @@ var (
 	// ErrConflict means the object changed since the revision the write
 	// was conditioned on.
 	ErrConflict = errors.New("object has been modified")
+	// ErrTooLarge means the stored form of an object would exceed
+	// MaxObjectBytes.
+	ErrTooLarge = errors.New("object is too large")
 )
+
+// MaxObjectBytes bounds an object as stored, as etcd's request limit does
+// for kube-apiserver.
+const MaxObjectBytes = 1536 * 1024

@@ -83,6 +83,9 @@ func (s *Store) encode(ctx context.Context, gr schema.GroupResource, key string,
 	if err != nil {
 		return nil, fmt.Errorf("transform %s for storage: %w", key, err)
 	}
+	if len(out) > MaxObjectBytes {
+		return nil, ErrTooLarge
+	}
 	return out, nil
 }
 
