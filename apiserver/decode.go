@@ -32,6 +32,18 @@ func readBody(r *http.Request) ([]byte, error) {
 // fields; Warn reports them in Warning headers; Ignore, like protobuf,
 // drops them.
 func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resource) (runtime.Object, error) {
+	obj, err := s.decodeKind(w, r, res.gvk(), res.newObject)
+	if err != nil {
+		return nil, err
+	}
+	if res.defaults != nil {
+		res.defaults(obj)
+	}
+	return obj, nil
+}
+
+// decodeKind decodes the request body as a want, made by newObject.
+func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
@@ -50,8 +62,7 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resou
 	if info.StrictSerializer != nil && (validation == metav1.FieldValidationStrict || validation == metav1.FieldValidationWarn) {
 		decoder = info.StrictSerializer
 	}
-	want := res.gvk()
-	obj, gvk, err := decoder.Decode(body, &want, res.newObject())
+	obj, gvk, err := decoder.Decode(body, &want, newObject())
 	if err != nil {
 		if !runtime.IsStrictDecodingError(err) || obj == nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as %s: %v", info.MediaType, err))

@@ -26,6 +26,8 @@ type resource struct {
 	newList    func() runtime.Object
 	// nameValidator checks metadata.name.
 	nameValidator apimachineryvalidation.ValidateNameFunc
+	// defaults sets kube's defaults on a decoded object.
+	defaults func(obj runtime.Object)
 	// prepareCreate resets what a client may not set on create.
 	prepareCreate func(obj runtime.Object)
 	// prepareUpdate keeps what a client may not change on update.
@@ -212,7 +214,7 @@ type registry struct {
 
 func newRegistry(s *runtime.Scheme) (*registry, error) {
 	r := &registry{byGVR: map[schema.GroupVersionResource]*resource{}}
-	for _, res := range resources() {
+	for _, res := range append(resources(), workloadResources()...) {
 		// Every served kind must be registered, or nothing could decode it.
 		if !s.Recognizes(res.gvk()) {
 			return nil, fmt.Errorf("kind %s is not in the scheme", res.gvk())

@@ -98,6 +98,12 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 		s.get(w, r, q)
 	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update":
 		s.update(w, r, q)
+	case q.subresource == "binding" && verb == "create":
+		s.bind(w, r, q)
+	case q.subresource == "scale" && verb == "get":
+		s.getScale(w, r, q)
+	case q.subresource == "scale" && verb == "update":
+		s.updateScale(w, r, q)
 	default:
 		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 	}

@@ -79,6 +79,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) 
 // new one, keeps the system fields, runs admission and validation and
 // stores it if the object has not changed meanwhile.
 func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object) {
+	s.writeUpdateThen(w, r, q, build, opts, func(obj runtime.Object) { s.respond.object(w, r, http.StatusOK, obj) })
+}
+
+// writeUpdateThen is writeUpdate with done answering the client with the
+// written object.
+func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, done func(runtime.Object)) {
 	ctx := r.Context()
 	dry, err := dryRun(r.URL.Query()["dryRun"])
 	if err != nil {
@@ -133,12 +139,15 @@ func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequ
 				// The status is written through its subresource only.
 				copyStatus(next, old)
 			}
+			if q.res.defaults != nil {
+				q.res.defaults(next)
+			}
 			if q.res.prepareUpdate != nil {
 				q.res.prepareUpdate(next, old)
 			}
-			if q.res.tracksGeneration && specChanged(next, old) {
-				nextAccessor.SetGeneration(oldAccessor.GetGeneration() + 1)
-			}
+		}
+		if q.subresource != "status" && q.res.tracksGeneration && specChanged(next, old) {
+			nextAccessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 		}
 		attrs := admission.NewAttributesRecord(next, old, q.res.gvk(), q.namespace, q.name, q.res.gvr, q.subresource, admission.Update, opts, dry, userFrom(ctx))
 		if err := s.admit(ctx, attrs); err != nil {
@@ -150,7 +159,7 @@ func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequ
 			return
 		}
 		if dry {
-			s.respond.object(w, r, http.StatusOK, next)
+			done(next)
 			return
 		}
 		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
@@ -167,13 +176,17 @@ func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequ
 			s.respond.error(w, r, q.storageError(err, q.name))
 			return
 		}
-		s.respond.object(w, r, http.StatusOK, next)
+		done(next)
 		return
 	}
 }
 
 // validateUpdate checks an update, of the object or of its status.
 func (s *Server) validateUpdate(ctx context.Context, q *restRequest, next, old runtime.Object, attrs admission.Attributes) error {
+	if q.subresource == "binding" || q.subresource == "scale" {
+		// The server made the change from a validated Binding or Scale.
+		return s.validateAdmission(ctx, attrs)
+	}
 	if q.subresource == "status" && q.res.validateStatus != nil {
 		if errs := q.res.validateStatus(next, old); len(errs) > 0 {
 			return apierrors.NewInvalid(q.res.gvk().GroupKind(), q.name, errs)
