@@ -24,6 +24,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/authn"
+	"github.com/trustplane/trustplane/apiserver/openapi"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
@@ -119,6 +120,7 @@ type Server struct {
 	codecs           runtime.NegotiatedSerializer
 	registry         *registry
 	discovery        *discovery
+	openapi          *openapi.Builder
 	store            *storage.Store
 	requestInfo      request.RequestInfoResolver
 	authn            authenticator.Request
@@ -163,6 +165,10 @@ func New(c Config) (*Server, error) {
 		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
 	reader := cacheReader{store: store, caches: caches}
+	docs, err := newOpenAPI(reg)
+	if err != nil {
+		return nil, err
+	}
 	authenticator, err := authn.New(authn.Config{ClientCA: c.ClientCA})
 	if err != nil {
 		return nil, err
@@ -182,6 +188,7 @@ func New(c Config) (*Server, error) {
 		codecs:           newCodecs(scheme),
 		registry:         reg,
 		discovery:        newDiscovery(reg),
+		openapi:          docs,
 		store:            store,
 		requestInfo:      newRequestInfoResolver(),
 		authn:            authenticator,
@@ -290,6 +297,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/livez", "/healthz", "/readyz":
 		s.health(w, r)
+		return
+	}
+	if s.serveOpenAPI(w, r) {
 		return
 	}
 	if !s.discovery.serve(w, r, s.respond) {
