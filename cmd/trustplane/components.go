@@ -94,7 +94,9 @@ func newAPIServerCommand() *cobra.Command {
 		Short: "Run the API server alone, against etcd at --etcd-servers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAPIServer(cmd.Context(), o, newLogger(), nil)
+			return runAPIServer(cmd.Context(), o, newLogger(), func() {
+				fmt.Fprintf(cmd.OutOrStdout(), "API server serving at https://%s\n", o.Address())
+			})
 		},
 	}
 	fs := cmd.Flags()
