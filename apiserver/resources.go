@@ -83,7 +83,7 @@ func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupReso
 
 // verbs are the verbs the resource supports.
 func (r *resource) verbs() metav1.Verbs {
-	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "update", "watch"}
+	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 
 // resources are the served resources, in discovery order.
@@ -122,7 +122,7 @@ func resources() []*resource {
 				return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 			},
 			subresources: []subresource{
-				{name: "status", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), verbs: metav1.Verbs{"get", "update"}},
+				{name: "status", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), verbs: statusVerbs},
 				{name: "finalize", kind: corev1.SchemeGroupVersion.WithKind("Namespace"), verbs: metav1.Verbs{"update"}},
 			},
 		},

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	statusVerbs = metav1.Verbs{"get", "update"}
+	statusVerbs = metav1.Verbs{"get", "patch", "update"}
 	scaleKind   = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 )
 
@@ -126,7 +126,7 @@ func workloadResources() []*resource {
 			},
 			subresources: []subresource{
 				{name: "status", kind: apps.WithKind("Deployment"), verbs: statusVerbs},
-				{name: "scale", kind: scaleKind, verbs: metav1.Verbs{"get", "update"}},
+				{name: "scale", kind: scaleKind, verbs: metav1.Verbs{"get", "patch", "update"}},
 			},
 		},
 		{
@@ -151,7 +151,7 @@ func workloadResources() []*resource {
 			fields: func(obj runtime.Object) fields.Set { return kinds.ReplicaSetFields(obj.(*appsv1.ReplicaSet)) },
 			subresources: []subresource{
 				{name: "status", kind: apps.WithKind("ReplicaSet"), verbs: statusVerbs},
-				{name: "scale", kind: scaleKind, verbs: metav1.Verbs{"get", "update"}},
+				{name: "scale", kind: scaleKind, verbs: metav1.Verbs{"get", "patch", "update"}},
 			},
 		},
 		{

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -75,6 +76,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.create(w, r, req)
 	case "update":
 		s.update(w, r, req)
+	case "patch":
+		s.patch(w, r, req)
 	case "delete":
 		s.delete(w, r, req)
 	case "deletecollection":
@@ -104,6 +107,10 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 		s.getScale(w, r, q)
 	case q.subresource == "scale" && verb == "update":
 		s.updateScale(w, r, q)
+	case q.subresource == "status" && verb == "patch":
+		s.patch(w, r, q)
+	case q.subresource == "scale" && verb == "patch":
+		s.patchScale(w, r, q)
 	default:
 		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 	}
@@ -166,6 +173,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) 
 		return
 	}
 	auditRequestObject(ctx, obj)
+	s.createObject(w, r, q, obj, dry, func(live runtime.Object) (runtime.Object, error) {
+		return s.patchers[q.res.gvr].Update(nil, live, r.URL.Query().Get("fieldManager"), r.UserAgent())
+	})
+}
+
+// createObject stores a new object: the server sets its system fields, then
+// it goes through admission and validation. track records the write in the
+// object's managedFields.
+func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restRequest, obj runtime.Object, dry bool, track func(runtime.Object) (runtime.Object, error)) {
+	ctx := r.Context()
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		s.respond.error(w, r, err)
@@ -194,6 +211,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) 
 	}
 	if q.res.prepareCreate != nil {
 		q.res.prepareCreate(obj)
+	}
+	if obj, err = track(obj); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if accessor, err = meta.Accessor(obj); err != nil {
+		s.respond.error(w, r, err)
+		return
 	}
 
 	attrs := s.admissionAttributes(ctx, q, obj, nil, accessor.GetName(), admission.Create, &metav1.CreateOptions{}, dry)

@@ -25,6 +25,7 @@ import (
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/openapi"
+	"github.com/trustplane/trustplane/apiserver/patch"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
@@ -121,6 +122,7 @@ type Server struct {
 	registry         *registry
 	discovery        *discovery
 	openapi          *openapi.Builder
+	patchers         map[schema.GroupVersionResource]*patch.Manager
 	store            *storage.Store
 	requestInfo      request.RequestInfoResolver
 	authn            authenticator.Request
@@ -165,6 +167,10 @@ func New(c Config) (*Server, error) {
 		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
 	reader := cacheReader{store: store, caches: caches}
+	patchers, err := newPatchers(scheme, reg)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := newOpenAPI(reg)
 	if err != nil {
 		return nil, err
@@ -189,6 +195,7 @@ func New(c Config) (*Server, error) {
 		registry:         reg,
 		discovery:        newDiscovery(reg),
 		openapi:          docs,
+		patchers:         patchers,
 		store:            store,
 		requestInfo:      newRequestInfoResolver(),
 		authn:            authenticator,

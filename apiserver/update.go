@@ -49,7 +49,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) 
 		s.respond.error(w, r, err)
 		return
 	}
-	build := func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil }
+	build := func(old runtime.Object) (runtime.Object, error) {
+		return s.patchers[q.res.gvr].Update(old, obj, r.URL.Query().Get("fieldManager"), r.UserAgent())
+	}
 	switch q.subresource {
 	case "finalize":
 		// Only a namespace's spec.finalizers change.

@@ -1,0 +1,217 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trustplane/trustplane/apiserver/patch"
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+// newPatchers builds one patch manager per served kind over a single type
+// converter.
+func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, error) {
+	tc := patch.NewTypeConverter(scheme)
+	out := map[schema.GroupVersionResource]*patch.Manager{}
+	for _, res := range reg.all {
+		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
+		if err != nil {
+			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
+		}
+		out[res.gvr] = m
+	}
+	return out, nil
+}
+
+// patchRequest is what a PATCH carries besides its URL.
+type patchRequest struct {
+	contentType  string
+	body         []byte
+	fieldManager string
+	force        bool
+	dry          bool
+}
+
+func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
+	ct := r.Header.Get("Content-Type")
+	mediaType, _, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(patch.Types, mediaType) {
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %v", patch.Types), 0, false)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	p := &patchRequest{contentType: mediaType, body: body, fieldManager: q.Get("fieldManager")}
+	if v := q.Get("force"); v != "" {
+		if p.force, err = strconv.ParseBool(v); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("force must be true or false, got %q", v))
+		}
+		if p.force && mediaType != string(patch.Types[3]) {
+			return nil, apierrors.NewBadRequest("force is only allowed for apply patches")
+		}
+	}
+	if p.dry, err = dryRun(q["dryRun"]); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// patch applies a JSON, merge, strategic merge or apply patch to an object
+// or its status. An apply patch to an object that does not exist creates
+// it.
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	p, err := s.readPatch(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	m := s.patchers[q.res.gvr]
+	isApply := p.contentType == patch.Types[3]
+	if isApply && q.subresource == "" {
+		exists, err := s.exists(r, q)
+		if err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if !exists {
+			obj, err := m.Apply(nil, p.contentType, p.body, p.fieldManager, r.UserAgent(), p.force)
+			if err != nil {
+				s.respond.error(w, r, err)
+				return
+			}
+			accessor, err := meta.Accessor(obj)
+			if err != nil {
+				s.respond.error(w, r, err)
+				return
+			}
+			if accessor.GetName() == "" {
+				accessor.SetName(q.name)
+			}
+			if accessor.GetName() != q.name {
+				s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name)))
+				return
+			}
+			if q.res.defaults != nil {
+				q.res.defaults(obj)
+			}
+			auditRequestObject(r.Context(), obj)
+			s.createObject(w, r, q, obj, p.dry, func(o runtime.Object) (runtime.Object, error) { return o, nil })
+			return
+		}
+	}
+	build := func(old runtime.Object) (runtime.Object, error) {
+		patched, err := m.Apply(old, p.contentType, p.body, p.fieldManager, r.UserAgent(), p.force)
+		if err != nil {
+			return nil, err
+		}
+		if q.subresource == "status" {
+			// Only the status of the patched object is taken.
+			next := old.DeepCopyObject()
+			copyStatus(next, patched)
+			nextAccessor, _ := meta.Accessor(next)
+			patchedAccessor, _ := meta.Accessor(patched)
+			nextAccessor.SetManagedFields(patchedAccessor.GetManagedFields())
+			if patchedAccessor.GetResourceVersion() != "" {
+				nextAccessor.SetResourceVersion(patchedAccessor.GetResourceVersion())
+			}
+			return next, nil
+		}
+		return patched, nil
+	}
+	s.writeUpdate(w, r, q, build, &metav1.PatchOptions{})
+}
+
+// exists reports whether the object of the request is stored.
+func (s *Server) exists(r *http.Request, q *restRequest) (bool, error) {
+	err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), q.res.newObject())
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// patchScale patches the Scale of a Deployment or ReplicaSet (kubectl
+// scale sends a merge patch) and stores its replicas.
+func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	p, err := s.readPatch(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj := q.res.newObject()
+	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
+		s.respond.error(w, r, q.storageError(err, q.name))
+		return
+	}
+	current, err := scaleOf(obj)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	scale, err := patchScaleObject(current, p)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if scale.ResourceVersion == current.ResourceVersion {
+		// A patch that does not name a resourceVersion is unconditional.
+		scale.ResourceVersion = ""
+	}
+	s.writeScale(w, r, q, scale)
+}
+
+// patchScaleObject applies a JSON, merge or strategic merge patch to a
+// Scale. A Scale has no managed fields: the replicas it sets are recorded
+// on the object it scales.
+func patchScaleObject(current *autoscalingv1.Scale, p *patchRequest) (*autoscalingv1.Scale, error) {
+	doc, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	switch p.contentType {
+	case patch.Types[0]:
+		ops, err := jsonpatch.DecodePatch(p.body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		if out, err = ops.Apply(doc); err != nil {
+			return nil, apierrors.NewInvalid(scaleKind.GroupKind(), current.Name, field.ErrorList{field.Invalid(field.NewPath(""), "", err.Error())})
+		}
+	case patch.Types[1]:
+		if out, err = jsonpatch.MergePatch(doc, p.body); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid merge patch: %v", err))
+		}
+	case patch.Types[2]:
+		if out, err = strategicpatch.StrategicMergePatch(doc, p.body, &autoscalingv1.Scale{}); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
+		}
+	default:
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", "the scale subresource takes JSON, merge and strategic merge patches", 0, false)
+	}
+	scale := &autoscalingv1.Scale{}
+	if err := json.Unmarshal(out, scale); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
+	}
+	return scale, nil
+}
