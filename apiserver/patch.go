@@ -180,10 +180,17 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restReque
 	s.writeScale(w, r, q, scale)
 }
 
+const maxScalePatchBytes = 64 << 10
+
 // patchScaleObject applies a JSON, merge or strategic merge patch to a
 // Scale. A Scale has no managed fields: the replicas it sets are recorded
 // on the object it scales.
 func patchScaleObject(current *autoscalingv1.Scale, p *patchRequest) (*autoscalingv1.Scale, error) {
+	// A Scale is a few hundred bytes; a large patch of it can only be an
+	// attempt to make the merge costly.
+	if len(p.body) > maxScalePatchBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
+	}
 	doc, err := json.Marshal(current)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,8 @@ type step struct {
 	// stdout and stderr hold regular expressions that the output must
 	// match.
 	stdout, stderr []string
+	// env adds environment variables, such as KUBE_EDITOR.
+	env []string
 }
 
 // run runs s and reports every way the result differs from s.
@@ -81,7 +83,7 @@ func (s step) run(t *testing.T, k *kubectl, c *cluster) result {
 	if kubeconfig == "" {
 		kubeconfig = c.adminConf()
 	}
-	res := k.run(t, kubeconfig, s.args...)
+	res := k.runEnv(t, kubeconfig, s.env, s.args...)
 	cmd := "kubectl " + strings.Join(s.args, " ")
 	if res.exit != s.wantExit {
 		t.Errorf("%s: exit code %d, want %d\nstdout: %s\nstderr: %s", cmd, res.exit, s.wantExit, res.stdout, res.stderr)

@@ -86,6 +86,12 @@ func findKubectl(version string) (string, error) {
 // cannot start or outlives kubectlTimeout fails the test.
 func (k *kubectl) run(t *testing.T, kubeconfig string, args ...string) result {
 	t.Helper()
+	return k.runEnv(t, kubeconfig, nil, args...)
+}
+
+// runEnv is run with extra environment variables, such as KUBE_EDITOR.
+func (k *kubectl) runEnv(t *testing.T, kubeconfig string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
 	full := []string{"--cache-dir", k.cacheDir}
@@ -97,7 +103,7 @@ func (k *kubectl) run(t *testing.T, kubeconfig string, args ...string) result {
 	// Only what kubectl needs: no KUBECONFIG or other settings of the
 	// machine leak in. Stdin stays empty: kubectl must never wait for a
 	// prompt.
-	cmd.Env = []string{"HOME=" + k.home, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + k.home, "PATH=" + os.Getenv("PATH")}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
