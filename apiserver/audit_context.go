@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/trustplane/trustplane/audit"
 )
@@ -22,6 +23,8 @@ type auditRecord struct {
 	response    *runtime.Unknown
 	// name is the object's name when the URL does not carry it (create).
 	name string
+	// impersonated is who the request acts as, if anyone.
+	impersonated user.Info
 }
 
 type auditKey struct{}
@@ -91,5 +94,16 @@ func auditObjectName(ctx context.Context, name string) {
 	}
 	rec.mu.Lock()
 	rec.name = name
+	rec.mu.Unlock()
+}
+
+// auditImpersonated records whom the request impersonates.
+func auditImpersonated(ctx context.Context, u user.Info) {
+	rec := auditRecordFrom(ctx)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	rec.impersonated = u
 	rec.mu.Unlock()
 }

@@ -29,8 +29,7 @@ func buildChain(handler http.Handler, filters []filter, observe func(name string
 }
 
 // pipeline is the request pipeline of DESIGN.md, in execution order. TLS
-// comes before it, in the listener; impersonation has yet to be built and
-// is absent.
+// comes before it, in the listener.
 func (s *Server) pipeline() []filter {
 	return []filter{
 		{"recovery", func(h http.Handler) http.Handler { return withRecovery(h, s.logger) }},
@@ -39,6 +38,7 @@ func (s *Server) pipeline() []filter {
 			return withAuthentication(h, s.authn, withFailedAuthenticationAudit(s.auditor), s.logger)
 		}},
 		{"audit", func(h http.Handler) http.Handler { return withAudit(h, s.auditor) }},
+		{"impersonation", func(h http.Handler) http.Handler { return withImpersonation(h, s.authz, s.logger) }},
 		{"authorization", func(h http.Handler) http.Handler { return withAuthorization(h, s.authz, s.logger) }},
 		{"limits", func(h http.Handler) http.Handler { return withLimits(h, s.limits) }},
 	}

@@ -200,6 +200,10 @@ func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 	if ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
 		ev.ObjectRef.Name = rec.name
 	}
+	if rec.impersonated != nil {
+		u := userInfo(rec.impersonated)
+		ev.ImpersonatedUser = &u
+	}
 	if len(rec.annotations) > 0 {
 		ev.Annotations = rec.annotations
 	}

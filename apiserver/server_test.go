@@ -45,7 +45,7 @@ func TestPipelineOrder(t *testing.T) {
 	if rec.statusCode() != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.statusCode(), rec.body.String())
 	}
-	want := []string{"recovery", "requestinfo", "authentication", "audit", "authorization", "limits"}
+	want := []string{"recovery", "requestinfo", "authentication", "audit", "impersonation", "authorization", "limits"}
 	if !slices.Equal(entered, want) {
 		t.Errorf("filters ran in order %v, want %v", entered, want)
 	}
