@@ -28,7 +28,7 @@ import (
 func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, error) {
 	tc := patch.NewTypeConverter(scheme)
 	out := map[schema.GroupVersionResource]*patch.Manager{}
-	for _, res := range reg.all {
+	for _, res := range reg.stored() {
 		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
 		if err != nil {
 			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)

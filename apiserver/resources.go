@@ -49,6 +49,9 @@ type resource struct {
 	// tracksGeneration: metadata.generation starts at 1 and counts changes
 	// of the spec.
 	tracksGeneration bool
+	// review, when set, makes this a create-only resource that is
+	// computed, never stored.
+	review reviewFunc
 }
 
 // subresource is one subresource of a resource, for discovery.
@@ -83,6 +86,9 @@ func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupReso
 
 // verbs are the verbs the resource supports.
 func (r *resource) verbs() metav1.Verbs {
+	if r.review != nil {
+		return metav1.Verbs{"create"}
+	}
 	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 
@@ -214,7 +220,7 @@ type registry struct {
 
 func newRegistry(s *runtime.Scheme) (*registry, error) {
 	r := &registry{byGVR: map[schema.GroupVersionResource]*resource{}}
-	for _, res := range append(resources(), workloadResources()...) {
+	for _, res := range append(append(resources(), workloadResources()...), reviewResources()...) {
 		// Every served kind must be registered, or nothing could decode it.
 		if !s.Recognizes(res.gvk()) {
 			return nil, fmt.Errorf("kind %s is not in the scheme", res.gvk())
@@ -230,10 +236,21 @@ func (r *registry) lookup(group, version, res string) (*resource, bool) {
 	return x, ok
 }
 
+// stored are the resources kept in etcd.
+func (r *registry) stored() []*resource {
+	var out []*resource
+	for _, res := range r.all {
+		if res.review == nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
 // namespaced are the resources deleted with their namespace.
 func (r *registry) namespaced() []*resource {
 	var out []*resource
-	for _, res := range r.all {
+	for _, res := range r.stored() {
 		if res.namespaced {
 			out = append(out, res)
 		}

@@ -59,6 +59,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		return
 	}
 	req := &restRequest{res: res, namespace: namespace, name: info.Name, subresource: info.Subresource}
+	if res.review != nil {
+		s.serveReview(w, r, req, info.Verb)
+		return
+	}
 	if info.Subresource != "" {
 		s.serveSubresource(w, r, req, info.Verb)
 		return

@@ -163,7 +163,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	caches := map[schema.GroupResource]*storage.Cacher{}
-	for _, res := range reg.all {
+	for _, res := range reg.stored() {
 		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
 	reader := cacheReader{store: store, caches: caches}

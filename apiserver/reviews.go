@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// reviewFunc answers a review: a create-only resource that is computed,
+// never stored.
+type reviewFunc func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) (runtime.Object, error)
+
+// reviewResources are the authorization and authentication reviews.
+func reviewResources() []*resource {
+	authz := authorizationv1.SchemeGroupVersion
+	authn := authenticationv1.SchemeGroupVersion
+	return []*resource{
+		{
+			gvr: authz.WithResource("selfsubjectaccessreviews"), kind: "SelfSubjectAccessReview", singular: "selfsubjectaccessreview",
+			newObject: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
+			newList:   func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
+			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+				r := obj.(*authorizationv1.SelfSubjectAccessReview)
+				attrs, errs := reviewAttributes(userFrom(ctx), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+				if len(errs) > 0 {
+					return nil, apierrors.NewInvalid(authz.WithKind("SelfSubjectAccessReview").GroupKind(), "", errs)
+				}
+				r.Status = s.accessReview(ctx, attrs)
+				return r, nil
+			},
+		},
+		{
+			gvr: authz.WithResource("subjectaccessreviews"), kind: "SubjectAccessReview", singular: "subjectaccessreview",
+			newObject: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
+			newList:   func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
+			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+				r := obj.(*authorizationv1.SubjectAccessReview)
+				attrs, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+				if r.Spec.User == "" && len(r.Spec.Groups) == 0 {
+					errs = append(errs, field.Required(field.NewPath("spec", "user"), "at least one of user or group must be specified"))
+				}
+				if len(errs) > 0 {
+					return nil, apierrors.NewInvalid(authz.WithKind("SubjectAccessReview").GroupKind(), "", errs)
+				}
+				r.Status = s.accessReview(ctx, attrs)
+				return r, nil
+			},
+		},
+		{
+			gvr: authz.WithResource("localsubjectaccessreviews"), kind: "LocalSubjectAccessReview", singular: "localsubjectaccessreview",
+			namespaced: true,
+			newObject:  func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} },
+			newList:    func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} },
+			review: func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) (runtime.Object, error) {
+				r := obj.(*authorizationv1.LocalSubjectAccessReview)
+				attrs, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+				if r.Spec.ResourceAttributes == nil {
+					errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), "a local review is about a resource"))
+				} else if r.Spec.ResourceAttributes.Namespace != q.namespace {
+					// A local review may only ask about its own namespace.
+					errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace, "must match the namespace of the request: "+q.namespace))
+				}
+				if r.Spec.User == "" && len(r.Spec.Groups) == 0 {
+					errs = append(errs, field.Required(field.NewPath("spec", "user"), "at least one of user or group must be specified"))
+				}
+				if len(errs) > 0 {
+					return nil, apierrors.NewInvalid(authz.WithKind("LocalSubjectAccessReview").GroupKind(), "", errs)
+				}
+				r.Namespace = q.namespace
+				r.Status = s.accessReview(ctx, attrs)
+				return r, nil
+			},
+		},
+		{
+			gvr: authn.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview",
+			newObject: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
+			newList:   func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
+			review: func(ctx context.Context, _ *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+				r := obj.(*authenticationv1.SelfSubjectReview)
+				r.Status.UserInfo = userInfo(userFrom(ctx))
+				return r, nil
+			},
+		},
+	}
+}
+
+// subjectOf is the user a SubjectAccessReview asks about.
+func subjectOf(spec authorizationv1.SubjectAccessReviewSpec) user.Info {
+	u := &user.DefaultInfo{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	if len(spec.Extra) > 0 {
+		u.Extra = map[string][]string{}
+		for k, v := range spec.Extra {
+			u.Extra[k] = v
+		}
+	}
+	return u
+}
+
+// reviewAttributes are the authorizer attributes of a review's question.
+func reviewAttributes(u user.Info, res *authorizationv1.ResourceAttributes, nonRes *authorizationv1.NonResourceAttributes) (authorizer.AttributesRecord, field.ErrorList) {
+	spec := field.NewPath("spec")
+	switch {
+	case res != nil && nonRes != nil:
+		return authorizer.AttributesRecord{}, field.ErrorList{field.Invalid(spec.Child("nonResourceAttributes"), nonRes, "cannot be specified in combination with resourceAttributes")}
+	case res != nil:
+		return authorizer.AttributesRecord{
+			User: u, Verb: res.Verb, ResourceRequest: true,
+			APIGroup: res.Group, APIVersion: res.Version, Resource: res.Resource,
+			Subresource: res.Subresource, Namespace: res.Namespace, Name: res.Name,
+		}, nil
+	case nonRes != nil:
+		return authorizer.AttributesRecord{User: u, Verb: nonRes.Verb, Path: nonRes.Path}, nil
+	}
+	return authorizer.AttributesRecord{}, field.ErrorList{field.Required(spec.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
+}
+
+// accessReview asks the authorizer. An evaluation error is reported in the
+// status, without its internal detail, and the answer is no.
+func (s *Server) accessReview(ctx context.Context, attrs authorizer.Attributes) authorizationv1.SubjectAccessReviewStatus {
+	decision, reason, err := s.authz.Authorize(ctx, attrs)
+	st := authorizationv1.SubjectAccessReviewStatus{Allowed: decision == authorizer.DecisionAllow, Denied: decision == authorizer.DecisionDeny, Reason: reason}
+	if err != nil && !st.Allowed {
+		s.logger.ErrorContext(ctx, "access review evaluation failed", "err", err)
+		st.EvaluationError = "the authorization decision could not be made"
+	}
+	return st
+}
+
+// serveReview answers a review resource: create only, 201 with the
+// review and its status.
+func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *restRequest, verb string) {
+	if verb != "create" {
+		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+		return
+	}
+	obj, err := s.decodeKind(w, r, q.res.gvk(), q.res.newObject)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	auditRequestObject(r.Context(), obj)
+	out, err := q.res.review(r.Context(), s, q, obj)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	s.respond.object(w, r, http.StatusCreated, out)
+}
