@@ -4,19 +4,89 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
 )
+
+// autoupdateAnnotation marks a bootstrap object the server may add
+// missing rules and subjects to; set it to "false" to keep an object as
+// edited.
+const autoupdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
+
+// reconcile restores what a stored bootstrap ClusterRole or
+// ClusterRoleBinding lacks of its bootstrap form: missing rules and
+// subjects come back, additions stay, as kube-apiserver reconciles its
+// policy at start.
+func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want runtime.Object) (bool, error) {
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		var stored runtime.Object
+		switch want.(type) {
+		case *rbacv1.ClusterRole:
+			stored = &rbacv1.ClusterRole{}
+		case *rbacv1.ClusterRoleBinding:
+			stored = &rbacv1.ClusterRoleBinding{}
+		default:
+			return false, nil
+		}
+		accessor, _ := meta.Accessor(want)
+		key := storage.Key(gr, "", accessor.GetName())
+		if err := s.store.Get(ctx, gr, key, stored); err != nil {
+			return false, err
+		}
+		storedMeta, _ := meta.Accessor(stored)
+		if storedMeta.GetAnnotations()[autoupdateAnnotation] == "false" {
+			return false, nil
+		}
+		changed := false
+		switch w := want.(type) {
+		case *rbacv1.ClusterRole:
+			role := stored.(*rbacv1.ClusterRole)
+			if covered, missing := rbacvalidation.Covers(role.Rules, w.Rules); !covered {
+				role.Rules = append(role.Rules, missing...)
+				changed = true
+			}
+			if w.AggregationRule != nil && role.AggregationRule == nil {
+				role.AggregationRule = w.AggregationRule
+				changed = true
+			}
+		case *rbacv1.ClusterRoleBinding:
+			b := stored.(*rbacv1.ClusterRoleBinding)
+			if b.RoleRef != w.RoleRef {
+				// roleRef is immutable; a changed one is the operator's.
+				return false, nil
+			}
+			for _, subj := range w.Subjects {
+				if !slices.Contains(b.Subjects, subj) {
+					b.Subjects = append(b.Subjects, subj)
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			return false, nil
+		}
+		rev, _ := storage.ParseResourceVersion(storedMeta.GetResourceVersion())
+		err := s.store.Update(ctx, gr, key, rev, stored)
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		return err == nil, err
+	}
+	return false, fmt.Errorf("still changing after %d attempts", maxUpdateAttempts)
+}
 
 // systemNamespaces exist from the first start.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
@@ -60,6 +130,13 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		err = s.store.Create(ctx, o.gr, storage.Key(o.gr, "", accessor.GetName()), o.obj)
 		switch {
 		case errors.Is(err, storage.ErrAlreadyExists):
+			changed, err := s.reconcile(ctx, o.gr, o.obj)
+			if err != nil {
+				return fmt.Errorf("reconcile %s %q: %w", o.gr, accessor.GetName(), err)
+			}
+			if changed {
+				s.logger.Info("bootstrap object reconciled", "resource", o.gr.String(), "name", accessor.GetName())
+			}
 		case err != nil:
 			return fmt.Errorf("bootstrap %s %q: %w", o.gr, accessor.GetName(), err)
 		default:

@@ -1,0 +1,58 @@
+package apiserver
+
+import (
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A restart restores what was removed from the bootstrap policy and keeps
+// what was added, unless autoupdate is off.
+func TestBootstrapReconciles(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	role, err := cs.RbacV1().ClusterRoles().Get(ctx, "system:kube-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(role.Rules)
+	role.Rules = append(role.Rules[1:], rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"added"}})
+	if _, err := cs.RbacV1().ClusterRoles().Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding.Subjects = nil
+	if _, err := cs.RbacV1().ClusterRoleBindings().Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := cs.RbacV1().ClusterRoles().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.Annotations[autoupdateAnnotation] = "false"
+	kept.Rules = nil
+	if _, err := cs.RbacV1().ClusterRoles().Update(ctx, kept, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := ts.server.bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	role, _ = cs.RbacV1().ClusterRoles().Get(ctx, "system:kube-scheduler", metav1.GetOptions{})
+	if len(role.Rules) != want+1 {
+		t.Errorf("reconciled scheduler role has %d rules, want the %d bootstrap ones and the added one", len(role.Rules), want)
+	}
+	binding, _ = cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:discovery", metav1.GetOptions{})
+	if len(binding.Subjects) == 0 {
+		t.Error("reconcile did not restore the discovery binding's subjects")
+	}
+	kept, _ = cs.RbacV1().ClusterRoles().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+	if len(kept.Rules) != 0 {
+		t.Error("reconcile changed a role whose autoupdate is false")
+	}
+}
