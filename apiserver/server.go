@@ -321,7 +321,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		failed := ""
-		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithKeysOnly()); err != nil {
 			s.logger.WarnContext(ctx, "readiness check failed", "err", err)
 			failed = "[-]etcd failed: reason withheld\n"
 		}

@@ -83,7 +83,7 @@ func NewClient(ctx context.Context, c ClientConfig) (*clientv3.Client, error) {
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, c.DialTimeout)
 	defer cancel()
-	if _, err := cli.Get(checkCtx, RegistryPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+	if _, err := cli.Get(checkCtx, RegistryPrefix, clientv3.WithKeysOnly()); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("read etcd %v: %w", c.Endpoints, err)
 	}

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultConcurrency = 32
+	DefaultRequests    = 2000
+	DefaultObjectBytes = 1024
+	DefaultWatchers    = 100
+	DefaultWatchEvents = 100
+	DefaultTimeout     = 30 * time.Second
+)
+
+// cleanupTimeout bounds the removal of what a run created. It has its own
+// deadline so that a run cut short by its context still cleans up.
+const cleanupTimeout = time.Minute
+
+// Phase names, in the order Run measures them.
+const (
+	PhaseCreate  = "create"
+	PhaseGet     = "get"
+	PhaseList    = "list"
+	PhaseWatch   = "watch"
+	PhaseEtcdPut = "etcd-put"
+)
+
+// Config says what to measure. A zero number means its default.
+type Config struct {
+	// Client reaches the cluster; give it a protobuf content type and no
+	// client-side rate limit, or the limiter is what gets measured.
+	Client kubernetes.Interface
+	// Namespace is where the run works. It must not exist: Run creates it
+	// and deletes it, with all it holds, at the end. Empty means
+	// "trustplane-bench-" and a random suffix.
+	Namespace string
+	// Concurrency is the number of operations in flight.
+	Concurrency int
+	// Requests is the number of operations of each of the create, get,
+	// list and etcd-put phases.
+	Requests int
+	// ObjectBytes is the size of the payload of each Secret and ConfigMap.
+	ObjectBytes int
+	// Watchers is the number of watches the watch phase opens.
+	Watchers int
+	// WatchEvents is the number of ConfigMaps the watch phase creates
+	// while the watches are open.
+	WatchEvents int
+	// Timeout bounds each operation, and the wait for watch deliveries
+	// after the last ConfigMap is created.
+	Timeout time.Duration
+	// Etcd, when not nil, is a client of the cluster's etcd allowed to
+	// write under /registry/; Run then measures raw puts as a baseline.
+	Etcd *clientv3.Client
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// Result is the measure of one phase.
+type Result struct {
+	// Phase is one of the Phase constants.
+	Phase string `json:"phase"`
+	// Ops is the number of operations; for the watch phase, the events
+	// delivered.
+	Ops int `json:"ops"`
+	// Seconds is the wall time of the phase; for the watch phase, from
+	// the first ConfigMap create to the last delivery.
+	Seconds float64 `json:"seconds"`
+	// PerSecond is Ops / Seconds.
+	PerSecond float64 `json:"perSecond"`
+	// P50 and P99 are latency percentiles of the operations; for the
+	// watch phase, of event delivery: the time a watcher received an
+	// event minus the time the create of that object was answered
+	// (zero when the event came first).
+	P50 time.Duration `json:"p50Nanoseconds"`
+	P99 time.Duration `json:"p99Nanoseconds"`
+	// Bytes is the payload of each object (create), or the size of each
+	// value (etcd-put).
+	Bytes int `json:"bytes,omitempty"`
+	// Items is the number of objects each list returned (list).
+	Items int `json:"items,omitempty"`
+	// Watchers, Delivered and Expected describe the watch fan-out:
+	// Delivered events were received of Expected = Watchers × the events
+	// sent.
+	Watchers  int `json:"watchers,omitempty"`
+	Delivered int `json:"delivered,omitempty"`
+	Expected  int `json:"expected,omitempty"`
+	// Ratio is, for the create phase when etcd was measured, creates per
+	// second ÷ raw etcd puts per second.
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// withDefaults returns c with defaults for zero values, or every problem
+// with it.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("no client"))
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"concurrency", &c.Concurrency, DefaultConcurrency},
+		{"requests", &c.Requests, DefaultRequests},
+		{"object bytes", &c.ObjectBytes, DefaultObjectBytes},
+		{"watchers", &c.Watchers, DefaultWatchers},
+		{"watch events", &c.WatchEvents, DefaultWatchEvents},
+	} {
+		switch {
+		case *f.v < 0:
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, *f.v))
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	switch {
+	case c.Timeout < 0:
+		errs = append(errs, fmt.Errorf("timeout must be positive, got %s", c.Timeout))
+	case c.Timeout == 0:
+		c.Timeout = DefaultTimeout
+	}
+	if c.Namespace == "" {
+		suffix, err := randomSuffix()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Namespace = "trustplane-bench-" + suffix
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, errors.Join(errs...)
+}
+
+func randomSuffix() (string, error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random namespace name: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Run measures the cluster, phase after phase, and returns one Result per
+// phase in order. The first failed operation stops the run and is its
+// error. What the run created is removed before Run returns, on success and
+// on failure; a failed removal is returned too, with the results measured.
+func Run(ctx context.Context, c Config) (results []Result, err error) {
+	c, err = c.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("bench config: %w", err)
+	}
+	r := &run{Config: c, payload: make([]byte, c.ObjectBytes)}
+	// Random bytes, so that nothing on the way can shrink them.
+	if _, err := rand.Read(r.payload); err != nil {
+		return nil, fmt.Errorf("bench payload: %w", err)
+	}
+	owned, err := r.createNamespace(ctx)
+	if owned {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if cerr := r.cleanup(cctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up after bench: %w", cerr))
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Logger.Info("bench started", "namespace", c.Namespace, "concurrency", c.Concurrency, "requests", c.Requests)
+
+	phases := []phase{
+		{PhaseCreate, r.create},
+		{PhaseGet, r.get},
+		{PhaseList, r.list},
+		{PhaseWatch, r.watch},
+	}
+	if c.Etcd != nil {
+		phases = append(phases, phase{PhaseEtcdPut, r.etcdPut})
+	}
+	for _, p := range phases {
+		res, err := p.run(ctx)
+		if err != nil {
+			return results, fmt.Errorf("bench %s: %w", p.name, err)
+		}
+		c.Logger.Info("bench phase done", "phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99)
+		results = append(results, res)
+	}
+	if c.Etcd != nil {
+		results[0].Ratio = ratio(results[0].PerSecond, results[len(results)-1].PerSecond)
+	}
+	return results, nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// phase is one measure of a run.
+type phase struct {
+	name string
+	run  func(context.Context) (Result, error)
+}
+
+// run is the state of one Run, shared by its phases.
+type run struct {
+	Config
+	// payload is the data of every Secret and ConfigMap; it is only read.
+	payload []byte
+	// secrets is the number of Secrets the create phase made, named
+	// secretName(0) to secretName(secrets-1).
+	secrets int
+	// etcdPrefix, once set, holds the raw keys to delete at the end.
+	etcdPrefix string
+}

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable writes results as an aligned table with one row per phase.
+func WriteTable(w io.Writer, results []Result) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tOPS\tSECONDS\tOPS/S\tP50\tP99\tNOTES")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\t%s\t%s\n",
+			r.Phase, r.Ops, r.Seconds, formatRate(r.PerSecond), formatDuration(r.P50), formatDuration(r.P99), notes(r))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The padding of a row without notes would end it in spaces.
+	var out bytes.Buffer
+	for line := range bytes.Lines(buf.Bytes()) {
+		out.Write(bytes.TrimRight(line, " \n"))
+		out.WriteByte('\n')
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// formatRate shows whole operations per second, and a tenth below 100.
+func formatRate(r float64) string {
+	if r < 100 {
+		return fmt.Sprintf("%.1f", r)
+	}
+	return fmt.Sprintf("%.0f", r)
+}
+
+// WriteJSON writes results as an indented JSON array of Result.
+func WriteJSON(w io.Writer, results []Result) error {
+	if results == nil {
+		results = []Result{}
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// notes are the facts of a phase that have no column of their own.
+func notes(r Result) string {
+	var n []string
+	if r.Watchers > 0 {
+		n = append(n, fmt.Sprintf("%d watchers", r.Watchers))
+	}
+	if r.Expected > 0 {
+		n = append(n, fmt.Sprintf("delivered %d/%d", r.Delivered, r.Expected))
+	}
+	if r.Items > 0 {
+		n = append(n, fmt.Sprintf("%d items/list", r.Items))
+	}
+	if r.Bytes > 0 {
+		n = append(n, fmt.Sprintf("%d B each", r.Bytes))
+	}
+	if r.Ratio > 0 {
+		n = append(n, fmt.Sprintf("%.2f x etcd puts", r.Ratio))
+	}
+	return strings.Join(n, ", ")
+}
+
+// formatDuration shows d with three significant digits: 1.23ms, 45.6µs,
+// 789ms, 1.2s.
+func formatDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	unit := time.Duration(1)
+	for limit := time.Duration(1000); d >= limit && unit < time.Second; limit *= 10 {
+		unit *= 10
+	}
+	return d.Round(unit).String()
+}

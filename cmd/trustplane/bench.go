@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trustplane/trustplane/bench"
+	"github.com/trustplane/trustplane/datadir"
+	"github.com/trustplane/trustplane/etcd"
+)
+
+// benchFlags are the flags of `trustplane bench`.
+type benchFlags struct {
+	kubeconfig  string
+	dir         string
+	etcdServers []string
+	concurrency int
+	requests    int
+	objectBytes int
+	watchers    int
+	watchEvents int
+	output      string
+}
+
+func (f *benchFlags) validate() error {
+	var errs []error
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"--concurrency", f.concurrency},
+		{"--requests", f.requests},
+		{"--object-bytes", f.objectBytes},
+		{"--watchers", f.watchers},
+		{"--watch-events", f.watchEvents},
+	} {
+		if n.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %d must be positive", n.name, n.v))
+		}
+	}
+	if f.output != "table" && f.output != "json" {
+		errs = append(errs, fmt.Errorf("-o %q: want table or json", f.output))
+	}
+	if f.dir != "" && len(f.etcdServers) == 0 {
+		errs = append(errs, errors.New("--dir needs at least one --etcd-servers URL"))
+	}
+	return errors.Join(errs...)
+}
+
+// loadingRules find the kubeconfig: --kubeconfig, else $KUBECONFIG, else
+// admin.conf in --dir or in the default data directory.
+func (f *benchFlags) loadingRules() *clientcmd.ClientConfigLoadingRules {
+	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+	case f.kubeconfig != "":
+		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
+	case env != "":
+		return &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
+	default:
+		dir := f.dir
+		if dir == "" {
+			dir = datadir.DefaultDir
+		}
+		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: datadir.Layout{Dir: dir}.Kubeconfig("admin")}
+	}
+}
+
+func newBenchCommand() *cobra.Command {
+	f := benchFlags{
+		etcdServers: []string{"https://127.0.0.1:2379"},
+		concurrency: bench.DefaultConcurrency,
+		requests:    bench.DefaultRequests,
+		objectBytes: bench.DefaultObjectBytes,
+		watchers:    bench.DefaultWatchers,
+		watchEvents: bench.DefaultWatchEvents,
+		output:      "table",
+	}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a running cluster: creates, gets, lists, watch fan-out, and raw etcd puts",
+		Long: `Measure a running cluster as an API client, in a namespace of its own that is
+deleted at the end: Secret creates, gets and lists per second with their p50
+and p99 latency at --concurrency; then --watchers watches of ConfigMaps, the
+share of --watch-events events each received and the p99 delivery latency.
+
+With --dir, it also puts values as large as one stored Secret straight into
+etcd, as the API server's etcd identity found in DIR/pki, and reports creates
+per second as a ratio of those raw puts, measured in the same run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loadingRules(), nil).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("load kubeconfig: %w", err)
+			}
+			// Measure the server, not client-go's rate limiter; speak
+			// protobuf as the cluster's own components do.
+			restConfig.QPS = -1
+			restConfig.Burst = 2 * f.concurrency
+			restConfig.ContentType = "application/vnd.kubernetes.protobuf"
+			restConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+			restConfig.UserAgent = "trustplane-bench/" + version
+			client, err := kubernetes.NewForConfig(restConfig)
+			if err != nil {
+				return fmt.Errorf("client for %s: %w", restConfig.Host, err)
+			}
+			c := bench.Config{
+				Client:      client,
+				Concurrency: f.concurrency,
+				Requests:    f.requests,
+				ObjectBytes: f.objectBytes,
+				Watchers:    f.watchers,
+				WatchEvents: f.watchEvents,
+				Logger:      newLogger(),
+			}
+			if f.dir != "" {
+				cli, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(datadir.Layout{Dir: f.dir}.PKI(), f.etcdServers))
+				if err != nil {
+					return err
+				}
+				defer cli.Close()
+				c.Etcd = cli
+			}
+			results, runErr := bench.Run(ctx, c)
+			if len(results) > 0 {
+				out := cmd.OutOrStdout()
+				var err error
+				if f.output == "json" {
+					err = bench.WriteJSON(out, results)
+				} else {
+					err = bench.WriteTable(out, results)
+				}
+				runErr = errors.Join(runErr, err)
+			}
+			return runErr
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, else admin.conf in --dir or in "+datadir.DefaultDir+")")
+	fs.StringVar(&f.dir, "dir", "", "data directory of the cluster; enables the raw etcd baseline with the API server's etcd credentials in DIR/pki")
+	fs.StringSliceVar(&f.etcdServers, "etcd-servers", f.etcdServers, "etcd client URLs for the baseline (with --dir)")
+	fs.IntVar(&f.concurrency, "concurrency", f.concurrency, "operations in flight")
+	fs.IntVar(&f.requests, "requests", f.requests, "operations in each of the create, get, list and etcd-put phases")
+	fs.IntVar(&f.objectBytes, "object-bytes", f.objectBytes, "payload bytes of each Secret and ConfigMap")
+	fs.IntVar(&f.watchers, "watchers", f.watchers, "watches open during the watch fan-out")
+	fs.IntVar(&f.watchEvents, "watch-events", f.watchEvents, "ConfigMaps created while the watches are open")
+	fs.StringVarP(&f.output, "output", "o", f.output, "output format: table or json")
+	return cmd
+}

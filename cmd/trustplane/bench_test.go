@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trustplane/trustplane/bench"
+	"github.com/trustplane/trustplane/etcd"
+)
+
+// The helpers below carry a bench prefix: other commands' tests share
+// this package and may bring helpers of their own.
+
+const (
+	benchStartTimeout = 60 * time.Second
+	benchStopTimeout  = 20 * time.Second
+	benchRunTimeout   = 5 * time.Minute
+)
+
+func TestBenchFlagsValidate(t *testing.T) {
+	valid := func() benchFlags {
+		return benchFlags{concurrency: 1, requests: 1, objectBytes: 1, watchers: 1, watchEvents: 1, output: "table"}
+	}
+	for _, tc := range []struct {
+		name   string
+		modify func(*benchFlags)
+		want   []string // substrings of the error; none: valid
+	}{
+		{"defaults", func(*benchFlags) {}, nil},
+		{"json", func(f *benchFlags) { f.output = "json" }, nil},
+		{"dir with etcd", func(f *benchFlags) { f.dir, f.etcdServers = "d", []string{"https://127.0.0.1:2379"} }, nil},
+		{"yaml output", func(f *benchFlags) { f.output = "yaml" }, []string{`-o "yaml"`}},
+		{"every count", func(f *benchFlags) {
+			f.concurrency, f.requests, f.objectBytes, f.watchers, f.watchEvents = 0, -1, 0, 0, 0
+		}, []string{"--concurrency 0", "--requests -1", "--object-bytes 0", "--watchers 0", "--watch-events 0"}},
+		{"dir without etcd", func(f *benchFlags) { f.dir = "d" }, []string{"--etcd-servers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := valid()
+			tc.modify(&f)
+			err := f.validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Errorf("validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("validate() = nil, want an error naming %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("validate() = %q, want it to name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestBenchEndToEnd runs `trustplane bench` against `trustplane up` and
+// checks that every phase is measured and that nothing is left behind,
+// neither after a run nor after one that fails.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a cluster")
+	}
+	bin := benchBuild(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	etcdURL := benchUp(t, bin, dir)
+	adminConf := filepath.Join(dir, "admin.conf")
+
+	stdout, stderr, err := benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
+		"--requests", "200", "--watchers", "20", "--watch-events", "20", "-o", "json")
+	if err != nil {
+		t.Fatalf("trustplane bench: %v\nstderr:\n%s", err, stderr)
+	}
+	var results []bench.Result
+	if err := json.Unmarshal(stdout, &results); err != nil {
+		t.Fatalf("bench output is not a JSON list of results: %v\n%s", err, stdout)
+	}
+	byPhase := map[string]bench.Result{}
+	var phases []string
+	for _, r := range results {
+		byPhase[r.Phase] = r
+		phases = append(phases, r.Phase)
+	}
+	wantPhases := []string{bench.PhaseCreate, bench.PhaseGet, bench.PhaseList, bench.PhaseWatch, bench.PhaseEtcdPut}
+	if !slices.Equal(phases, wantPhases) {
+		t.Errorf("phases %q, want %q", phases, wantPhases)
+	}
+	for _, p := range []string{bench.PhaseCreate, bench.PhaseGet, bench.PhaseList, bench.PhaseEtcdPut} {
+		if r := byPhase[p]; r.Ops != 200 || r.PerSecond <= 0 || r.P50 <= 0 || r.P99 < r.P50 {
+			t.Errorf("%s: %+v, want 200 ops, a positive rate and 0 < p50 <= p99", p, r)
+		}
+	}
+	if r := byPhase[bench.PhaseList]; r.Items != 200 {
+		t.Errorf("list: %d items per list, want 200", r.Items)
+	}
+	if r := byPhase[bench.PhaseWatch]; r.Expected != 20*20 || r.Delivered != r.Expected || r.Watchers != 20 {
+		t.Errorf("watch: %d watchers delivered %d of %d events, want 20 watchers and 400 of 400", r.Watchers, r.Delivered, r.Expected)
+	}
+	if r := byPhase[bench.PhaseEtcdPut]; r.Bytes <= 1024 {
+		t.Errorf("etcd-put: values of %d bytes, want more than the 1024-byte payload of a stored Secret", r.Bytes)
+	}
+	if r := byPhase[bench.PhaseCreate]; r.Ratio <= 0 {
+		t.Errorf("create: ratio to etcd puts %v, want positive", r.Ratio)
+	}
+	benchCheckNothingLeft(t, adminConf, dir, etcdURL)
+
+	// A run whose creates fail (an object over the request size limit)
+	// reports the failure and still removes its namespace.
+	_, stderr, err = benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--requests", "1", "--object-bytes", strconv.Itoa(4<<20))
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Errorf("bench with 4 MiB objects: %v, want a non-zero exit", err)
+	}
+	if !strings.Contains(string(stderr), "error: bench create: create secret") {
+		t.Errorf("bench with 4 MiB objects printed:\n%s\nwant an error naming the failed create", stderr)
+	}
+	benchCheckNothingLeft(t, adminConf, dir, etcdURL)
+}
+
+// benchCheckNothingLeft checks that no bench namespace remains, and no raw
+// etcd key of one: neither the baseline's nor any object's.
+func benchCheckNothingLeft(t *testing.T, adminConf, dir, etcdURL string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	restConfig, err := clientcmd.BuildConfigFromFlags("", adminConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "trustplane-bench-") {
+			t.Errorf("namespace %s (%s) is left after bench", ns.Name, ns.Status.Phase)
+		}
+	}
+	cli, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(filepath.Join(dir, "pki"), []string{etcdURL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, prefix := range []string{
+		"/registry/trustplane-bench/",
+		"/registry/namespaces/trustplane-bench-",
+		"/registry/secrets/trustplane-bench-",
+		"/registry/configmaps/trustplane-bench-",
+	} {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) > 0 {
+			t.Errorf("%d etcd keys under %s are left after bench, the first %s", len(resp.Kvs), prefix, resp.Kvs[0].Key)
+		}
+	}
+}
+
+// benchBuild builds the trustplane binary from this package.
+func benchBuild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "trustplane")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchRun runs the binary to its end, within benchRunTimeout.
+func benchRun(t *testing.T, bin string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), benchRunTimeout)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.Bytes(), errOut.Bytes(), err
+}
+
+// benchUp runs `trustplane up` on free loopback ports in dir until the test
+// ends, and returns the URL of its etcd. The cluster is stopped with
+// SIGTERM and must exit cleanly.
+func benchUp(t *testing.T, bin, dir string) string {
+	t.Helper()
+	ports := benchFreePorts(t, 3)
+	cmd := exec.Command(bin, "up", "--dir", dir,
+		"--secure-port", strconv.Itoa(ports[0]),
+		"--etcd-client-port", strconv.Itoa(ports[1]),
+		"--etcd-peer-port", strconv.Itoa(ports[2]))
+	var log benchBuffer
+	cmd.Stderr = &log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start trustplane up: %v", err)
+	}
+	ready := make(chan struct{})
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		// Drain stdout to its end before Wait, as os/exec requires.
+		sc := bufio.NewScanner(stdout)
+		announced := false
+		for sc.Scan() {
+			fmt.Fprintf(&log, "stdout: %s\n", sc.Text())
+			if !announced && strings.HasPrefix(sc.Text(), "export KUBECONFIG=") {
+				announced = true
+				close(ready)
+			}
+		}
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		defer func() {
+			if t.Failed() {
+				t.Logf("trustplane up output:\n%s", log.String())
+			}
+		}()
+		select {
+		case <-exited:
+			t.Errorf("trustplane up exited while the test used it: %v", waitErr)
+			return
+		default:
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Errorf("SIGTERM trustplane up: %v", err)
+		}
+		select {
+		case <-exited:
+			if waitErr != nil {
+				t.Errorf("trustplane up after SIGTERM: %v, want exit status 0", waitErr)
+			}
+		case <-time.After(benchStopTimeout):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("trustplane up still running %s after SIGTERM; killed", benchStopTimeout)
+		}
+	})
+	select {
+	case <-ready:
+	case <-exited:
+		t.Fatalf("trustplane up exited before it was ready: %v", waitErr)
+	case <-time.After(benchStartTimeout):
+		t.Fatalf("trustplane up not ready within %s", benchStartTimeout)
+	}
+	return "https://127.0.0.1:" + strconv.Itoa(ports[1])
+}
+
+// benchFreePorts returns n distinct loopback ports that were free a moment
+// ago; all n listeners are open at once, so the ports differ.
+func benchFreePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// benchBuffer is a bytes.Buffer safe for the concurrent writes of a child
+// process's output copiers.
+type benchBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *benchBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *benchBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
