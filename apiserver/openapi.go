@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,8 @@ func newOpenAPI(reg *registry) (*openapi.Builder, error) {
 				obj = &autoscalingv1.Scale{}
 			case "binding":
 				obj = &corev1.Binding{}
+			case "token":
+				obj = &authenticationv1.TokenRequest{}
 			default:
 				obj = res.newObject()
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/datadir"
@@ -27,18 +28,30 @@ type Options struct {
 	RequestTimeout      time.Duration
 	MaxRequestBodyBytes int64
 	MaxRequestsInFlight int
+	// ServiceAccountIssuer is the iss of the tokens the server issues and
+	// the audience it accepts by default.
+	ServiceAccountIssuer string
+	MaxTokenExpiration   time.Duration
 }
+
+// Defaults of the ServiceAccount token flags, as kube-apiserver's.
+const (
+	DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+	DefaultMaxTokenExpiration   = 24 * time.Hour
+)
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:             datadir.DefaultDir,
-		BindAddress:         "127.0.0.1",
-		SecurePort:          6443,
-		EtcdServers:         []string{"https://127.0.0.1:2379"},
-		RequestTimeout:      DefaultRequestTimeout,
-		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
-		MaxRequestsInFlight: DefaultMaxRequestsInFlight,
+		DataDir:              datadir.DefaultDir,
+		BindAddress:          "127.0.0.1",
+		SecurePort:           6443,
+		EtcdServers:          []string{"https://127.0.0.1:2379"},
+		RequestTimeout:       DefaultRequestTimeout,
+		MaxRequestBodyBytes:  DefaultMaxRequestBodyBytes,
+		MaxRequestsInFlight:  DefaultMaxRequestsInFlight,
+		ServiceAccountIssuer: DefaultServiceAccountIssuer,
+		MaxTokenExpiration:   DefaultMaxTokenExpiration,
 	}
 }
 
@@ -90,6 +103,10 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	issuer, verifier, err := LoadServiceAccountKeys(l.PKI(), o.ServiceAccountIssuer)
+	if err != nil {
+		return nil, nil, err
+	}
 	policy, err := audit.LoadPolicy(l.AuditPolicy())
 	if err != nil {
 		return nil, nil, err
@@ -110,6 +127,10 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		Transformers:        transformers,
 		AuditPolicy:         policy,
 		AuditSink:           auditLog,
+		TokenIssuer:         issuer,
+		TokenVerifier:       verifier,
+		APIAudiences:        []string{o.ServiceAccountIssuer},
+		MaxTokenExpiration:  o.MaxTokenExpiration,
 		RequestTimeout:      o.RequestTimeout,
 		EtcdTimeout:         DefaultEtcdTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
@@ -119,4 +140,26 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	}
 	closeAll := func() error { return errors.Join(etcdClient.Close(), auditLog.Close()) }
 	return c, closeAll, nil
+}
+
+// LoadServiceAccountKeys reads the token signing key pair, pkiDir/sa.key
+// and sa.pub, for tokens with the given issuer.
+func LoadServiceAccountKeys(pkiDir, issuer string) (*serviceaccount.Issuer, *serviceaccount.Verifier, error) {
+	keyPEM, err := os.ReadFile(filepath.Join(pkiDir, pki.ServiceAccountKey))
+	if err != nil {
+		return nil, nil, fmt.Errorf("service account signing key: %w", err)
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(pkiDir, pki.ServiceAccountPub))
+	if err != nil {
+		return nil, nil, fmt.Errorf("service account public key: %w", err)
+	}
+	i, err := serviceaccount.LoadIssuer(keyPEM, issuer)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := serviceaccount.LoadVerifier([][]byte{pubPEM}, issuer, []string{issuer})
+	if err != nil {
+		return nil, nil, err
+	}
+	return i, v, nil
 }

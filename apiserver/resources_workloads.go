@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,9 @@ func workloadResources() []*resource {
 			newObject:     func() runtime.Object { return &corev1.ServiceAccount{} },
 			newList:       func() runtime.Object { return &corev1.ServiceAccountList{} },
 			nameValidator: apimachineryvalidation.ValidateServiceAccountName,
+			subresources: []subresource{
+				{name: "token", kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), verbs: metav1.Verbs{"create"}},
+			},
 			validate: func(obj, old runtime.Object) field.ErrorList {
 				var o *corev1.ServiceAccount
 				if old != nil {

@@ -105,6 +105,8 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 		s.get(w, r, q)
 	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update":
 		s.update(w, r, q)
+	case q.subresource == "token" && verb == "create":
+		s.requestToken(w, r, q)
 	case q.subresource == "binding" && verb == "create":
 		s.bind(w, r, q)
 	case q.subresource == "scale" && verb == "get":

@@ -79,6 +79,12 @@ func reviewResources() []*resource {
 			},
 		},
 		{
+			gvr: authn.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",
+			newObject: func() runtime.Object { return &authenticationv1.TokenReview{} },
+			newList:   func() runtime.Object { return &authenticationv1.TokenReview{} },
+			review:    tokenReview,
+		},
+		{
 			gvr: authn.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview",
 			newObject: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 			newList:   func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },

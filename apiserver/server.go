@@ -24,6 +24,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/authn"
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/openapi"
 	"github.com/trustplane/trustplane/apiserver/patch"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -51,6 +52,13 @@ type Config struct {
 	Transformers map[schema.GroupResource]value.Transformer
 	AuditPolicy  *audit.Policy
 	AuditSink    AuditSink
+	// TokenIssuer signs and TokenVerifier checks ServiceAccount tokens,
+	// for APIAudiences unless a request names others.
+	TokenIssuer   *serviceaccount.Issuer
+	TokenVerifier *serviceaccount.Verifier
+	APIAudiences  []string
+	// MaxTokenExpiration bounds the tokens a TokenRequest may ask for.
+	MaxTokenExpiration time.Duration
 	// RequestTimeout bounds each request; EtcdTimeout each etcd call.
 	RequestTimeout time.Duration
 	EtcdTimeout    time.Duration
@@ -87,6 +95,15 @@ func (c *Config) validate() error {
 	if _, ok := c.Transformers[schema.GroupResource{Resource: "secrets"}]; !ok {
 		errs = append(errs, errors.New("no encryption transformer for secrets"))
 	}
+	if c.TokenIssuer == nil || c.TokenVerifier == nil {
+		errs = append(errs, errors.New("service account token issuer and verifier are not set"))
+	}
+	if len(c.APIAudiences) == 0 {
+		errs = append(errs, errors.New("API audiences are not set"))
+	}
+	if c.MaxTokenExpiration < MinTokenExpiration {
+		errs = append(errs, fmt.Errorf("max token expiration %s is below the minimum %s", c.MaxTokenExpiration, MinTokenExpiration))
+	}
 	if c.AuditPolicy == nil {
 		errs = append(errs, errors.New("audit policy is not set"))
 	}
@@ -116,29 +133,34 @@ func (c *Config) validate() error {
 
 // Server is the API server.
 type Server struct {
-	logger           *slog.Logger
-	scheme           *runtime.Scheme
-	codecs           runtime.NegotiatedSerializer
-	registry         *registry
-	discovery        *discovery
-	openapi          *openapi.Builder
-	patchers         map[schema.GroupVersionResource]*patch.Manager
-	store            *storage.Store
-	requestInfo      request.RequestInfoResolver
-	authn            authenticator.Request
-	authz            authorizer.Authorizer
-	mutating         k8sadmission.MutationInterface
-	validating       k8sadmission.ValidationInterface
-	objectInterfaces k8sadmission.ObjectInterfaces
-	auditor          *auditor
-	limits           *limits
-	respond          *responder
-	tlsConfig        *tls.Config
-	handler          http.Handler
-	etcd             *clientv3.Client
-	caches           map[schema.GroupResource]*storage.Cacher
-	watches          *watchCounter
-	requestTimeout   time.Duration
+	logger             *slog.Logger
+	scheme             *runtime.Scheme
+	codecs             runtime.NegotiatedSerializer
+	registry           *registry
+	discovery          *discovery
+	openapi            *openapi.Builder
+	patchers           map[schema.GroupVersionResource]*patch.Manager
+	store              *storage.Store
+	requestInfo        request.RequestInfoResolver
+	authn              authenticator.Request
+	tokenAuthn         authenticator.Token
+	tokenIssuer        *serviceaccount.Issuer
+	apiAudiences       []string
+	reader             cacheReader
+	maxTokenExpiration time.Duration
+	authz              authorizer.Authorizer
+	mutating           k8sadmission.MutationInterface
+	validating         k8sadmission.ValidationInterface
+	objectInterfaces   k8sadmission.ObjectInterfaces
+	auditor            *auditor
+	limits             *limits
+	respond            *responder
+	tlsConfig          *tls.Config
+	handler            http.Handler
+	etcd               *clientv3.Client
+	caches             map[schema.GroupResource]*storage.Cacher
+	watches            *watchCounter
+	requestTimeout     time.Duration
 }
 
 // watchHistory is how many events each watch cache remembers for watches
@@ -175,7 +197,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authenticator, err := authn.New(authn.Config{ClientCA: c.ClientCA})
+	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader})
 	if err != nil {
 		return nil, err
 	}
@@ -189,21 +211,26 @@ func New(c Config) (*Server, error) {
 	}
 	chain := k8sadmission.NewChainHandler(lifecycle)
 	s := &Server{
-		logger:           c.Logger,
-		scheme:           scheme,
-		codecs:           newCodecs(scheme),
-		registry:         reg,
-		discovery:        newDiscovery(reg),
-		openapi:          docs,
-		patchers:         patchers,
-		store:            store,
-		requestInfo:      newRequestInfoResolver(),
-		authn:            authenticator,
-		authz:            authz,
-		mutating:         chain,
-		validating:       chain,
-		objectInterfaces: k8sadmission.NewObjectInterfacesFromScheme(scheme),
-		auditor:          &auditor{policy: c.AuditPolicy, sink: c.AuditSink, logger: c.Logger},
+		logger:             c.Logger,
+		scheme:             scheme,
+		codecs:             newCodecs(scheme),
+		registry:           reg,
+		discovery:          newDiscovery(reg),
+		openapi:            docs,
+		patchers:           patchers,
+		store:              store,
+		requestInfo:        newRequestInfoResolver(),
+		authn:              authenticators.Request,
+		tokenAuthn:         authenticators.Token,
+		tokenIssuer:        c.TokenIssuer,
+		apiAudiences:       c.APIAudiences,
+		reader:             reader,
+		maxTokenExpiration: c.MaxTokenExpiration,
+		authz:              authz,
+		mutating:           chain,
+		validating:         chain,
+		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
+		auditor:            &auditor{policy: c.AuditPolicy, sink: c.AuditSink, logger: c.Logger},
 		limits: &limits{
 			maxBodyBytes: c.MaxRequestBodyBytes,
 			timeout:      c.RequestTimeout,

@@ -62,7 +62,15 @@ func startServer(t testing.TB, opts ...serverOption) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	issuer, verifier, err := LoadServiceAccountKeys(e.PKI.Dir, DefaultServiceAccountIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{
+		TokenIssuer:         issuer,
+		TokenVerifier:       verifier,
+		APIAudiences:        []string{DefaultServiceAccountIssuer},
+		MaxTokenExpiration:  DefaultMaxTokenExpiration,
 		ServingCert:         serving,
 		ClientCA:            e.PKI.ClusterCA.Pool(),
 		Etcd:                e.Client(t),

@@ -57,87 +57,24 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 	}
 	req := newRequest(attrs)
 
-	var errs []error
-
-	// Cluster-wide grants first: they apply to every namespace and to
-	// cluster-scoped requests.
-	crbs, err := a.lister.ListClusterRoleBindings(ctx)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("list cluster role bindings: %w", err))
+	// The first binding whose role allows the request decides it. Failures
+	// to read other bindings do not matter then: RBAC only adds grants.
+	var allowedBy grant
+	allowed := false
+	errs := a.visitGrants(ctx, u, req.namespace, func(g grant) bool {
+		if req.allowedByAny(g.rules) {
+			allowedBy, allowed = g, true
+			return false
+		}
+		return true
+	})
+	if allowed {
+		return authorizer.DecisionAllow, allowedBy.allowReason(), nil
 	}
-	for _, b := range crbs {
-		if b == nil || b.RoleRef.APIGroup != rbacv1.GroupName || b.RoleRef.Kind != "ClusterRole" {
-			continue
-		}
-		subject := matchingSubject(u, b.Subjects, "")
-		if subject == nil {
-			continue
-		}
-		role, err := a.lister.GetClusterRole(ctx, b.RoleRef.Name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("get cluster role %q of cluster role binding %q: %w", b.RoleRef.Name, b.Name, err))
-			continue
-		}
-		if role != nil && req.allowedByAny(role.Rules) {
-			return authorizer.DecisionAllow, fmt.Sprintf("RBAC: allowed by ClusterRoleBinding %q of ClusterRole %q to %s",
-				b.Name, b.RoleRef.Name, describeSubject(subject, "")), nil
-		}
-	}
-
-	// RoleBindings grant only inside their own namespace, so a cluster-scoped
-	// request (namespace "") never reaches them, even one bound to a
-	// ClusterRole.
-	if ns := req.namespace; ns != "" {
-		rbs, err := a.lister.ListRoleBindings(ctx, ns)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list role bindings in namespace %q: %w", ns, err))
-		}
-		for _, b := range rbs {
-			// A binding from another namespace would be a Lister bug; it must
-			// not grant across namespaces.
-			if b == nil || b.Namespace != ns || b.RoleRef.APIGroup != rbacv1.GroupName {
-				continue
-			}
-			if b.RoleRef.Kind != "Role" && b.RoleRef.Kind != "ClusterRole" {
-				continue
-			}
-			subject := matchingSubject(u, b.Subjects, ns)
-			if subject == nil {
-				continue
-			}
-			rules, err := a.roleBindingRules(ctx, b)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("get %s %q of role binding %q in namespace %q: %w", b.RoleRef.Kind, b.RoleRef.Name, b.Name, ns, err))
-				continue
-			}
-			if req.allowedByAny(rules) {
-				return authorizer.DecisionAllow, fmt.Sprintf("RBAC: allowed by RoleBinding %q of %s %q to %s",
-					b.Name+"/"+ns, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(subject, ns)), nil
-			}
-		}
-	}
-
 	if len(errs) > 0 {
 		return authorizer.DecisionNoOpinion, "", fmt.Errorf("rbac: %w", errors.Join(errs...))
 	}
 	return authorizer.DecisionNoOpinion, "", nil
-}
-
-// roleBindingRules returns the rules of the Role or ClusterRole that b refers
-// to, or none when that role does not exist. The caller has checked the kind.
-func (a *Authorizer) roleBindingRules(ctx context.Context, b *rbacv1.RoleBinding) ([]rbacv1.PolicyRule, error) {
-	if b.RoleRef.Kind == "Role" {
-		role, err := a.lister.GetRole(ctx, b.Namespace, b.RoleRef.Name)
-		if err != nil || role == nil {
-			return nil, err
-		}
-		return role.Rules, nil
-	}
-	role, err := a.lister.GetClusterRole(ctx, b.RoleRef.Name)
-	if err != nil || role == nil {
-		return nil, err
-	}
-	return role.Rules, nil
 }
 
 // ConditionsAwareAuthorize implements authorizer.Authorizer. RBAC has no

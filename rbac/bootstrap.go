@@ -28,17 +28,45 @@ const (
 
 // API groups named by the bootstrap rules.
 const (
-	coreGroup         = ""
-	appsGroup         = "apps"
-	eventsGroup       = "events.k8s.io"
-	coordinationGroup = "coordination.k8s.io"
+	coreGroup           = ""
+	appsGroup           = "apps"
+	eventsGroup         = "events.k8s.io"
+	coordinationGroup   = "coordination.k8s.io"
+	rbacGroup           = rbacv1.GroupName
+	authorizationGroup  = "authorization.k8s.io"
+	authenticationGroup = "authentication.k8s.io"
 )
+
+// The labels kube's user-facing roles aggregate by: a ClusterRole carrying
+// one with value "true" adds its rules to admin, edit or view.
+const (
+	aggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	aggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+// Verb sets of the user-facing roles, kube's. Functions, not variables:
+// newRule keeps the slice it is given, and callers may modify the result.
+func readVerbs() []string { return []string{"get", "list", "watch"} }
+func writeVerbs() []string {
+	return []string{"create", "update", "patch", "delete", "deletecollection"}
+}
+func readWriteVerbs() []string { return append(readVerbs(), writeVerbs()...) }
 
 // BootstrapPolicy returns the ClusterRoles and ClusterRoleBindings trustplane
 // creates on first start (fresh objects each call, so callers may modify them).
 //
-// Nothing in it grants a Secret, or a wildcard resource, to
-// system:authenticated or system:unauthenticated; the scheduler and the
+// Besides the roles of trustplane's own identities it holds kube's
+// user-facing roles, bound to no one: admin, edit and view, aggregated (see
+// [AggregateClusterRoles]) from system:aggregate-to-admin, -edit and -view,
+// each of which also aggregates into the next (view into edit, edit into
+// admin). They are returned already aggregated, so they work before the API
+// server first aggregates, and aggregating them again changes nothing. And
+// system:basic-user, bound to system:authenticated, lets a user ask what it
+// may do and who it is.
+//
+// Nothing in it grants a Secret, or a wildcard, to system:authenticated or
+// system:unauthenticated; view grants no Secrets; the scheduler and the
 // controller-manager get no Secrets either.
 func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	roles := []*rbacv1.ClusterRole{
@@ -62,6 +90,25 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		),
 		schedulerRole(),
 		controllerManagerRole(),
+		aggregatedClusterRole("admin", aggregateToAdmin, nil),
+		aggregatedClusterRole("edit", aggregateToEdit, map[string]string{aggregateToAdmin: "true"}),
+		aggregatedClusterRole("view", aggregateToView, map[string]string{aggregateToEdit: "true"}),
+		aggregateToAdminRole(),
+		aggregateToEditRole(),
+		aggregateToViewRole(),
+		// What a user needs to find out what it may do and who it is
+		// (kubectl auth can-i, kubectl auth whoami).
+		clusterRole("system:basic-user",
+			newRule("create").groups(authorizationGroup).resources("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
+			newRule("create").groups(authenticationGroup).resources("selfsubjectreviews"),
+		),
+	}
+	for _, aggregated := range AggregateClusterRoles(roles) {
+		for i := range roles {
+			if roles[i].Name == aggregated.Name {
+				roles[i] = aggregated
+			}
+		}
 	}
 	bindings := []*rbacv1.ClusterRoleBinding{
 		clusterRoleBinding("trustplane:cluster-admins", "cluster-admin", groupSubject(ClusterAdminsGroup)),
@@ -70,8 +117,55 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 			groupSubject(user.AllAuthenticated), groupSubject(user.AllUnauthenticated)),
 		clusterRoleBinding(SchedulerUser, SchedulerUser, userSubject(SchedulerUser)),
 		clusterRoleBinding(ControllerManagerUser, ControllerManagerUser, userSubject(ControllerManagerUser)),
+		// kube once bound this to system:unauthenticated too, and stopped.
+		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(user.AllAuthenticated)),
 	}
 	return roles, bindings
+}
+
+// The rules of kube's user-facing roles, limited to the resources trustplane
+// serves. Each is the part its level adds: view reads what holds no
+// credentials, edit also reads Secrets and writes workloads and their
+// configuration, admin also manages a namespace's roles and bindings. None
+// writes a status subresource (that is the controllers' domain) or the
+// namespace itself.
+
+// aggregateToViewRole is read-only, and holds no Secrets: a Secret read
+// is a credential read, so it starts at edit.
+func aggregateToViewRole() *rbacv1.ClusterRole {
+	return labelledClusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
+		newRule(readVerbs()...).groups(coreGroup).resources("pods", "pods/status", "serviceaccounts", "configmaps", "events"),
+		// Reading namespaces in a namespace means reading that namespace:
+		// how a user bound there finds out it is.
+		newRule(readVerbs()...).groups(coreGroup).resources("namespaces", "namespaces/status"),
+		newRule(readVerbs()...).groups(appsGroup).resources(
+			"deployments", "deployments/status", "deployments/scale",
+			"replicasets", "replicasets/status", "replicasets/scale"),
+	)
+}
+
+// aggregateToEditRole is everything a namespace's user works with, but not
+// its roles and bindings. Unlike kube's edit it may not impersonate the
+// namespace's ServiceAccounts, whose grants can reach beyond the namespace.
+func aggregateToEditRole() *rbacv1.ClusterRole {
+	return labelledClusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
+		newRule(readVerbs()...).groups(coreGroup).resources("secrets"),
+		newRule(writeVerbs()...).groups(coreGroup).resources("pods", "serviceaccounts", "configmaps", "secrets", "events"),
+		newRule(writeVerbs()...).groups(appsGroup).resources(
+			"deployments", "deployments/scale",
+			"replicasets", "replicasets/scale"),
+		// Leader election for the namespace's own workloads.
+		newRule(readWriteVerbs()...).groups(coordinationGroup).resources("leases"),
+	)
+}
+
+// aggregateToAdminRole lets a namespace's admin grant within it. Escalation
+// checks keep that to what the admin holds there (or may "bind").
+func aggregateToAdminRole() *rbacv1.ClusterRole {
+	return labelledClusterRole("system:aggregate-to-admin", map[string]string{aggregateToAdmin: "true"},
+		newRule("create").groups(authorizationGroup).resources("localsubjectaccessreviews"),
+		newRule(readWriteVerbs()...).groups(rbacGroup).resources("roles", "rolebindings"),
+	)
 }
 
 // schedulerRole is what filtering, scoring, binding and leader election need,
@@ -149,6 +243,25 @@ func clusterRole(name string, rules ...ruleBuilder) *rbacv1.ClusterRole {
 	}
 	for _, b := range rules {
 		cr.Rules = append(cr.Rules, b.r)
+	}
+	return cr
+}
+
+// labelledClusterRole is a clusterRole with extra labels.
+func labelledClusterRole(name string, extra map[string]string, rules ...ruleBuilder) *rbacv1.ClusterRole {
+	cr := clusterRole(name, rules...)
+	for k, v := range extra {
+		cr.Labels[k] = v
+	}
+	return cr
+}
+
+// aggregatedClusterRole is a ClusterRole whose rules are those of every
+// ClusterRole labelled selectLabel=true, and which carries extra labels.
+func aggregatedClusterRole(name, selectLabel string, extra map[string]string) *rbacv1.ClusterRole {
+	cr := labelledClusterRole(name, extra)
+	cr.AggregationRule = &rbacv1.AggregationRule{
+		ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{selectLabel: "true"}}},
 	}
 	return cr
 }

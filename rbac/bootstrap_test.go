@@ -44,8 +44,10 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	wantRoles := []string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser}
-	wantBindings := []string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser}
+	wantRoles := []string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser,
+		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}
+	wantBindings := []string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser,
+		"system:basic-user"}
 	if !slices.Equal(roleNames, wantRoles) {
 		t.Errorf("ClusterRoles: got %q, want %q", roleNames, wantRoles)
 	}
@@ -89,14 +91,34 @@ func TestBootstrapPolicyFresh(t *testing.T) {
 	}
 }
 
-// Read the policy itself, not just sampled requests, for grants that must
-// never be there.
-func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
+// aggregatedBootstrapPolicy is BootstrapPolicy with AggregateClusterRoles
+// applied, as the API server would, so that checks of the policy see the
+// rules aggregated roles really hold even if BootstrapPolicy stopped
+// aggregating them itself.
+func aggregatedBootstrapPolicy() (map[string]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	roles, bindings := BootstrapPolicy()
 	byName := map[string]*rbacv1.ClusterRole{}
 	for _, r := range roles {
 		byName[r.Name] = r
 	}
+	for _, r := range AggregateClusterRoles(roles) {
+		byName[r.Name] = r
+	}
+	return byName, bindings
+}
+
+// publicResourceGrants are the only resource permissions a public group may
+// hold: asking what it may do and who it is.
+var publicResourceGrants = []string{
+	"create authorization.k8s.io selfsubjectaccessreviews",
+	"create authorization.k8s.io selfsubjectrulesreviews",
+	"create authentication.k8s.io selfsubjectreviews",
+}
+
+// Read the policy itself, not just sampled requests, for grants that must
+// never be there.
+func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
+	byName, bindings := aggregatedBootstrapPolicy()
 	public := []string{user.AllAuthenticated, user.AllUnauthenticated, user.Anonymous}
 	for _, b := range bindings {
 		role := byName[b.RoleRef.Name]
@@ -104,12 +126,25 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 			continue // reported by TestBootstrapPolicyObjects
 		}
 		for _, s := range b.Subjects {
-			if slices.Contains(public, s.Name) {
-				for _, rule := range role.Rules {
-					if len(rule.Resources) > 0 || slices.Contains(rule.Verbs, "*") || slices.Contains(rule.NonResourceURLs, "*") {
-						t.Errorf("ClusterRoleBinding %s gives %s %s rule %+v; want only named paths", b.Name, s.Kind, s.Name, rule)
-					}
+			if !slices.Contains(public, s.Name) {
+				continue
+			}
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.NonResourceURLs, "*") {
+					t.Errorf("ClusterRoleBinding %s gives %s %s rule %+v; want no wildcards", b.Name, s.Kind, s.Name, rule)
 				}
+				// Every single permission, so that no list hides a
+				// wildcard group, a secret or a write among allowed ones.
+				forEachPermission(&rule, func(p request) {
+					if !p.isResource {
+						return
+					}
+					got := p.verb + " " + p.apiGroup + " " + p.resource
+					if p.subresource != "" || p.name != "" || !slices.Contains(publicResourceGrants, got) {
+						t.Errorf("ClusterRoleBinding %s gives %s %s %q (rule %+v); want only %q",
+							b.Name, s.Kind, s.Name, compactString(ptr(p.rule())), rule, publicResourceGrants)
+					}
+				})
 			}
 		}
 	}
@@ -136,6 +171,9 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	alice := testUser("alice", user.AllAuthenticated)
 	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
 	root := testUser("root", "system:masters", user.AllAuthenticated)
+	// view, bound cluster-wide: the broadest way to hold it.
+	viewer := testUser("vic", "viewers", user.AllAuthenticated)
+	viewers := testClusterRoleBinding("viewers", "view", groupSubject("viewers"))
 
 	cases := []authzCase{
 		{name: "admin gets a secret", attrs: resourceRequest(admin, "get", "", "secrets", "kube-system", "tls"), allow: true,
@@ -206,12 +244,30 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		{name: "system:masters lists namespaces", attrs: resourceRequest(root, "list", "", "namespaces", "", "")},
 		{name: "system:masters binds cluster roles", attrs: resourceRequest(root, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "")},
 		{name: "system:masters reads /metrics", attrs: pathRequest(root, "get", "/metrics")},
+
+		{name: "user asks what it may do", attrs: resourceRequest(alice, "create", "authorization.k8s.io", "selfsubjectrulesreviews", "", ""), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:basic-user" of ClusterRole "system:basic-user" to Group "system:authenticated"`},
+		{name: "user asks whether it may", attrs: resourceRequest(alice, "create", "authorization.k8s.io", "selfsubjectaccessreviews", "", ""), allow: true},
+		{name: "user asks who it is", attrs: resourceRequest(alice, "create", "authentication.k8s.io", "selfsubjectreviews", "", ""), allow: true},
+		{name: "user asks about others", attrs: resourceRequest(alice, "create", "authorization.k8s.io", "subjectaccessreviews", "", "")},
+		{name: "user asks about others in a namespace", attrs: resourceRequest(alice, "create", "authorization.k8s.io", "localsubjectaccessreviews", "default", "")},
+		{name: "anonymous asks what it may do", attrs: resourceRequest(anonymous, "create", "authorization.k8s.io", "selfsubjectrulesreviews", "", "")},
+
+		{name: "viewer lists pods", attrs: resourceRequest(viewer, "list", "", "pods", "default", ""), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "viewers" of ClusterRole "view" to Group "viewers"`},
+		{name: "viewer reads a configmap", attrs: resourceRequest(viewer, "get", "", "configmaps", "default", "app"), allow: true},
+		{name: "viewer watches deployments", attrs: resourceRequest(viewer, "watch", "apps", "deployments", "default", ""), allow: true},
+		{name: "viewer reads a scale", attrs: resourceRequest(viewer, "get", "apps", "replicasets/scale", "default", "web"), allow: true},
+		{name: "viewer deletes a pod", attrs: resourceRequest(viewer, "delete", "", "pods", "default", "web")},
+		{name: "viewer scales a deployment", attrs: resourceRequest(viewer, "update", "apps", "deployments/scale", "default", "web")},
+		{name: "viewer reads leases", attrs: resourceRequest(viewer, "list", "coordination.k8s.io", "leases", "default", "")},
+		{name: "viewer reads roles", attrs: resourceRequest(viewer, "list", "rbac.authorization.k8s.io", "roles", "default", "")},
 	}
 
 	// No system identity and no public group may touch Secrets (nor the
 	// scheduler ConfigMaps), in any namespace, by any verb, with or without
 	// a name.
-	for _, u := range []*user.DefaultInfo{scheduler, cm, alice, anonymous, root} {
+	for _, u := range []*user.DefaultInfo{scheduler, cm, alice, anonymous, root, viewer} {
 		resources := []string{"secrets"}
 		if u == scheduler {
 			resources = append(resources, "configmaps")
@@ -229,7 +285,7 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 			}
 		}
 	}
-	runCases(t, newTestAuthorizer(t, bootstrapLister(t)), cases)
+	runCases(t, newTestAuthorizer(t, bootstrapLister(t, viewers)), cases)
 }
 
 // benchLister is the bootstrap policy plus n ClusterRoles, each bound to its
@@ -275,6 +331,198 @@ func BenchmarkAuthorize(b *testing.B) {
 				if err != nil || (d == authorizer.DecisionAllow) != bb.allow {
 					b.Fatalf("Authorize: got (%v, %v), want allow=%v", d, err, bb.allow)
 				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The user-facing roles, read as policy: what each level must and must not
+// hold once aggregated.
+func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
+	byName, _ := aggregatedBootstrapPolicy()
+	rw := func(group string, resources ...string) rbacv1.PolicyRule {
+		return newRule("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection").groups(group).resources(resources...).r
+	}
+	read := func(group string, resources ...string) rbacv1.PolicyRule {
+		return newRule("get", "list", "watch").groups(group).resources(resources...).r
+	}
+	tests := []struct {
+		role string
+		// holds must be covered entirely; lacks must be covered in no part.
+		holds, lacks []rbacv1.PolicyRule
+	}{
+		{
+			role: "view",
+			holds: []rbacv1.PolicyRule{
+				read("", "pods", "pods/status", "configmaps", "serviceaccounts", "events", "namespaces"),
+				read("apps", "deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale"),
+			},
+			lacks: []rbacv1.PolicyRule{
+				rw("", "secrets"),
+				rw("coordination.k8s.io", "leases"),
+				rw("rbac.authorization.k8s.io", "roles", "rolebindings", "clusterroles", "clusterrolebindings"),
+				newRule("create", "update", "patch", "delete", "deletecollection").groups("", "apps").
+					resources("pods", "configmaps", "serviceaccounts", "events", "namespaces", "deployments", "deployments/scale", "replicasets", "replicasets/scale").r,
+			},
+		},
+		{
+			role: "edit",
+			holds: []rbacv1.PolicyRule{
+				rw("", "pods", "configmaps", "secrets", "serviceaccounts", "events"),
+				rw("apps", "deployments", "deployments/scale", "replicasets", "replicasets/scale"),
+				rw("coordination.k8s.io", "leases"),
+				read("", "namespaces", "pods/status"),
+			},
+			lacks: []rbacv1.PolicyRule{
+				rw("rbac.authorization.k8s.io", "roles", "rolebindings", "clusterroles", "clusterrolebindings"),
+				newRule("impersonate").groups("").resources("serviceaccounts").r,
+				newRule("create", "update", "patch", "delete").groups("").resources("namespaces", "namespaces/status", "pods/status").r,
+				newRule("update", "patch").groups("apps").resources("deployments/status", "replicasets/status").r,
+				newRule("create").groups("authorization.k8s.io").resources("localsubjectaccessreviews").r,
+			},
+		},
+		{
+			role: "admin",
+			holds: []rbacv1.PolicyRule{
+				rw("rbac.authorization.k8s.io", "roles", "rolebindings"),
+				rw("", "secrets"),
+				newRule("create").groups("authorization.k8s.io").resources("localsubjectaccessreviews").r,
+			},
+			lacks: []rbacv1.PolicyRule{
+				rw("rbac.authorization.k8s.io", "clusterroles", "clusterrolebindings"),
+				rw("", "nodes"),
+				newRule("create", "update", "patch", "delete").groups("").resources("namespaces").r,
+				newRule("escalate", "bind").groups("rbac.authorization.k8s.io").resources("roles", "clusterroles").r,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.role, func(t *testing.T) {
+			role := byName[tt.role]
+			if role == nil || role.AggregationRule == nil {
+				t.Fatalf("ClusterRole %s: got %+v, want an aggregated role", tt.role, role)
+			}
+			if missing := uncovered(role.Rules, tt.holds); len(missing) > 0 {
+				t.Errorf("missing: got %q, want none", describeRules(missing))
+			}
+			for _, lack := range tt.lacks {
+				forEachPermission(&lack, func(p request) {
+					if p.allowedByAny(role.Rules) {
+						t.Errorf("holds %s; want not", compactString(ptr(p.rule())))
+					}
+				})
+			}
+		})
+	}
+
+	// Every verb view holds anywhere is a read, and no resource it names is
+	// a secret (nor a wildcard that would include one).
+	for _, rule := range byName["view"].Rules {
+		for _, v := range rule.Verbs {
+			if !slices.Contains([]string{"get", "list", "watch"}, v) {
+				t.Errorf("view rule %+v: verb %q, want only get, list, watch", rule, v)
+			}
+		}
+		for _, field := range [][]string{rule.APIGroups, rule.Resources, rule.NonResourceURLs} {
+			for _, v := range field {
+				if strings.Contains(v, "*") || strings.HasPrefix(v, "secrets") {
+					t.Errorf("view rule %+v holds %q; want no wildcards or secrets", rule, v)
+				}
+			}
+		}
+	}
+
+	// Each level holds the one below.
+	for _, pair := range [][2]string{{"edit", "view"}, {"admin", "edit"}} {
+		if missing := uncovered(byName[pair[0]].Rules, byName[pair[1]].Rules); len(missing) > 0 {
+			t.Errorf("%s lacks %q of %s; want it to hold all of %[3]s", pair[0], describeRules(missing), pair[1])
+		}
+	}
+}
+
+// BootstrapPolicy returns admin, edit and view already aggregated:
+// aggregating again, as the API server does on every change, changes nothing.
+func TestBootstrapPolicyAggregated(t *testing.T) {
+	roles, _ := BootstrapPolicy()
+	if got := AggregateClusterRoles(roles); len(got) != 0 {
+		names := make([]string, 0, len(got))
+		for _, r := range got {
+			names = append(names, r.Name)
+		}
+		t.Errorf("AggregateClusterRoles(BootstrapPolicy()): changed %q, want nothing", names)
+	}
+	for _, r := range roles {
+		if r.AggregationRule != nil && len(r.Rules) == 0 {
+			t.Errorf("ClusterRole %s: aggregated to no rules", r.Name)
+		}
+	}
+}
+
+// The user-facing roles bound in one namespace grant there and nowhere else,
+// and only a namespace's admin may grant in it, within what it holds.
+func TestBootstrapPolicyNamespaceRoles(t *testing.T) {
+	l := bootstrapLister(t,
+		testRoleBinding("team", "viewers", "ClusterRole", "view", userSubject("vic")),
+		testRoleBinding("team", "editors", "ClusterRole", "edit", userSubject("eve")),
+		testRoleBinding("team", "admins", "ClusterRole", "admin", userSubject("ada")),
+	)
+	az := newTestAuthorizer(t, l)
+	vic := testUser("vic", user.AllAuthenticated)
+	eve := testUser("eve", user.AllAuthenticated)
+	ada := testUser("ada", user.AllAuthenticated)
+	cases := []authzCase{
+		{name: "viewer gets its namespace", attrs: resourceRequest(vic, "get", "", "namespaces", "team", "team"), allow: true,
+			reason: `RBAC: allowed by RoleBinding "viewers/team" of ClusterRole "view" to User "vic"`},
+		{name: "viewer lists pods", attrs: resourceRequest(vic, "list", "", "pods", "team", ""), allow: true},
+		{name: "viewer lists pods elsewhere", attrs: resourceRequest(vic, "list", "", "pods", "other", "")},
+		{name: "viewer lists namespaces", attrs: resourceRequest(vic, "list", "", "namespaces", "", "")},
+		{name: "viewer gets a secret", attrs: resourceRequest(vic, "get", "", "secrets", "team", "tls")},
+		{name: "viewer lists secrets", attrs: resourceRequest(vic, "list", "", "secrets", "team", "")},
+		{name: "viewer creates a pod", attrs: resourceRequest(vic, "create", "", "pods", "team", "")},
+
+		{name: "editor gets a secret", attrs: resourceRequest(eve, "get", "", "secrets", "team", "tls"), allow: true,
+			reason: `RBAC: allowed by RoleBinding "editors/team" of ClusterRole "edit" to User "eve"`},
+		{name: "editor creates a deployment", attrs: resourceRequest(eve, "create", "apps", "deployments", "team", ""), allow: true},
+		{name: "editor scales a replicaset", attrs: resourceRequest(eve, "patch", "apps", "replicasets/scale", "team", "web"), allow: true},
+		{name: "editor takes a lease", attrs: resourceRequest(eve, "update", "coordination.k8s.io", "leases", "team", "app"), allow: true},
+		{name: "editor writes deployment status", attrs: resourceRequest(eve, "update", "apps", "deployments/status", "team", "web")},
+		{name: "editor creates a rolebinding", attrs: resourceRequest(eve, "create", "rbac.authorization.k8s.io", "rolebindings", "team", "")},
+		{name: "editor deletes its namespace", attrs: resourceRequest(eve, "delete", "", "namespaces", "team", "team")},
+		{name: "editor gets a secret elsewhere", attrs: resourceRequest(eve, "get", "", "secrets", "other", "tls")},
+
+		{name: "admin creates a rolebinding", attrs: resourceRequest(ada, "create", "rbac.authorization.k8s.io", "rolebindings", "team", ""), allow: true,
+			reason: `RBAC: allowed by RoleBinding "admins/team" of ClusterRole "admin" to User "ada"`},
+		{name: "admin creates a role", attrs: resourceRequest(ada, "create", "rbac.authorization.k8s.io", "roles", "team", ""), allow: true},
+		{name: "admin deletes a secret", attrs: resourceRequest(ada, "delete", "", "secrets", "team", "tls"), allow: true},
+		{name: "admin creates a clusterrolebinding", attrs: resourceRequest(ada, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "")},
+		{name: "admin creates a rolebinding elsewhere", attrs: resourceRequest(ada, "create", "rbac.authorization.k8s.io", "rolebindings", "other", "")},
+		{name: "admin may not escalate", attrs: resourceRequest(ada, "escalate", "rbac.authorization.k8s.io", "roles", "team", "r")},
+		{name: "admin may not bind cluster-admin", attrs: resourceRequest(ada, "bind", "rbac.authorization.k8s.io", "clusterroles", "team", "cluster-admin")},
+	}
+	runCases(t, az, cases)
+
+	// What ada may grant in team is bounded by admin: all of edit, but not
+	// cluster-admin, and nothing at all outside team.
+	roles, _ := aggregatedBootstrapPolicy()
+	grants := []struct {
+		name      string
+		namespace string
+		rules     []rbacv1.PolicyRule
+		allow     bool
+	}{
+		{name: "edit in team", namespace: "team", rules: roles["edit"].Rules, allow: true},
+		{name: "admin in team", namespace: "team", rules: roles["admin"].Rules, allow: true},
+		{name: "cluster-admin in team", namespace: "team", rules: roles["cluster-admin"].Rules},
+		{name: "view in other", namespace: "other", rules: roles["view"].Rules},
+		{name: "view cluster-wide", namespace: "", rules: roles["view"].Rules},
+	}
+	for _, g := range grants {
+		t.Run("ada grants "+g.name, func(t *testing.T) {
+			err := az.ConfirmNoEscalation(t.Context(), ada, g.namespace, g.rules)
+			if (err == nil) != g.allow {
+				t.Errorf("ConfirmNoEscalation: got %v, want allowed=%v", err, g.allow)
 			}
 		})
 	}

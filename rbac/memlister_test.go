@@ -51,10 +51,18 @@ func newMemLister(t testing.TB, objs ...any) *memLister {
 	return l
 }
 
-// bootstrapLister holds BootstrapPolicy() and objs.
+// bootstrapLister holds BootstrapPolicy(), with aggregation applied as the
+// API server applies it, and objs.
 func bootstrapLister(t testing.TB, objs ...any) *memLister {
 	t.Helper()
 	roles, bindings := BootstrapPolicy()
+	for _, agg := range AggregateClusterRoles(roles) {
+		for i := range roles {
+			if roles[i].Name == agg.Name {
+				roles[i] = agg
+			}
+		}
+	}
 	all := make([]any, 0, len(roles)+len(bindings)+len(objs))
 	for _, r := range roles {
 		all = append(all, r)

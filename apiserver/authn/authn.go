@@ -3,26 +3,69 @@ package authn
 import (
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 )
 
 // Config lists the accepted credentials.
 type Config struct {
 	// ClientCA verifies client certificates; required.
 	ClientCA *x509.CertPool
+	// ServiceAccounts verifies ServiceAccount tokens; required, with
+	// Objects for the live lookups.
+	ServiceAccounts *serviceaccount.Verifier
+	// Audiences a token must be for; required.
+	Audiences []string
+	Objects   ObjectGetter
+	// TokenCacheSize bounds the verified tokens remembered.
+	TokenCacheSize int
 }
 
-// New returns the authenticator for c.
-func New(c Config) (authenticator.Request, error) {
+// Authenticators are the request authenticator and, for TokenReview, the
+// bearer token authenticator within it.
+type Authenticators struct {
+	Request authenticator.Request
+	Token   authenticator.Token
+}
+
+// New returns the authenticators for c.
+func New(c Config) (*Authenticators, error) {
+	var errs []error
 	if c.ClientCA == nil {
-		return nil, errors.New("authentication: client CA is not set")
+		errs = append(errs, errors.New("client CA is not set"))
+	}
+	if c.ServiceAccounts == nil {
+		errs = append(errs, errNoVerifier)
+	}
+	if len(c.Audiences) == 0 {
+		errs = append(errs, errors.New("API audiences are not set"))
+	}
+	if c.Objects == nil {
+		errs = append(errs, errors.New("object getter for token lookups is not set"))
+	}
+	if c.TokenCacheSize <= 0 {
+		c.TokenCacheSize = 10000
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
 	}
 	certs := x509request.New(x509.VerifyOptions{
 		Roots:     c.ClientCA,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, x509request.CommonNameUserConversion)
-	return group.NewAuthenticatedGroupAdder(certs), nil
+	tokens := &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: newTokenCache(c.TokenCacheSize), now: time.Now}
+	return &Authenticators{
+		// A present bearer token that no authenticator accepts is an
+		// error, never anonymous.
+		Request: group.NewAuthenticatedGroupAdder(union.New(certs, bearertoken.New(tokens))),
+		Token:   tokens,
+	}, nil
 }

@@ -2,7 +2,9 @@
 // credential methods trustplane accepts, tried in turn, each returning a
 // user or an error for a credential that is present but invalid.
 //
-// Today the one method is an X.509 client certificate from the cluster CA:
-// the common name is the user, the organizations are the groups. Every
-// authenticated user also gets the group system:authenticated.
+// The methods are an X.509 client certificate from the cluster CA (the
+// common name is the user, the organizations are the groups) and a
+// ServiceAccount token (an ES256 JWT whose ServiceAccount and bound object
+// are looked up live on every request). Every authenticated user also gets
+// the group system:authenticated.
 package authn

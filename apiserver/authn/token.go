@@ -1,0 +1,145 @@
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	k8sserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
+)
+
+// ObjectGetter reads, live, the objects a ServiceAccount token stands
+// for. A missing object is (nil, nil).
+type ObjectGetter interface {
+	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	// Bound returns the uid of the Pod, Secret or Node a token is bound
+	// to, "" if it does not exist.
+	Bound(ctx context.Context, kind, namespace, name string) (types.UID, error)
+}
+
+// Extra keys kube-apiserver puts on ServiceAccount users, so the audit log
+// shows what a token was bound to and which token it was.
+const (
+	extraPodName      = "authentication.kubernetes.io/pod-name"
+	extraPodUID       = "authentication.kubernetes.io/pod-uid"
+	extraNodeName     = "authentication.kubernetes.io/node-name"
+	extraNodeUID      = "authentication.kubernetes.io/node-uid"
+	extraCredentialID = "authentication.kubernetes.io/credential-id"
+)
+
+// serviceAccountTokens authenticates ServiceAccount JWTs: the signature
+// and claims (remembered for tokens seen before), then, on every request,
+// that the ServiceAccount and the object the token is bound to still exist
+// with the uids in the token.
+type serviceAccountTokens struct {
+	verifier  *serviceaccount.Verifier
+	audiences []string
+	objects   ObjectGetter
+	cache     *tokenCache
+	now       func() time.Time
+}
+
+var _ authenticator.Token = (*serviceAccountTokens)(nil)
+
+func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	if !serviceaccount.LooksLikeJWT(token) {
+		return nil, false, nil
+	}
+	now := a.now()
+	key := sha256.Sum256([]byte(token))
+	claims, ok := a.cache.get(key, now)
+	if !ok {
+		c, err := a.verifier.Verify(token, a.audiences, now)
+		if err != nil {
+			return nil, false, fmt.Errorf("service account token: %w", err)
+		}
+		claims = c
+		a.cache.put(key, claims)
+	}
+	sa, err := a.objects.ServiceAccount(ctx, claims.Namespace, claims.Name)
+	if err != nil {
+		return nil, false, fmt.Errorf("service account token: look up %s/%s: %w", claims.Namespace, claims.Name, err)
+	}
+	if sa == nil || sa.UID != claims.UID {
+		return nil, false, fmt.Errorf("service account token: service account %s/%s no longer exists as the token names it", claims.Namespace, claims.Name)
+	}
+	u := &user.DefaultInfo{
+		Name:   k8sserviceaccount.MakeUsername(claims.Namespace, claims.Name),
+		UID:    string(claims.UID),
+		Groups: k8sserviceaccount.MakeGroupNames(claims.Namespace),
+		Extra:  map[string][]string{extraCredentialID: {"JTI=" + claims.ID}},
+	}
+	if b := claims.Bound; b != nil {
+		ns := claims.Namespace
+		if b.Kind == serviceaccount.KindNode {
+			ns = ""
+		}
+		uid, err := a.objects.Bound(ctx, b.Kind, ns, b.Name)
+		if err != nil {
+			return nil, false, fmt.Errorf("service account token: look up bound %s %s: %w", b.Kind, b.Name, err)
+		}
+		if uid == "" || (b.UID != "" && uid != b.UID) {
+			return nil, false, fmt.Errorf("service account token: bound %s %s no longer exists as the token names it", b.Kind, b.Name)
+		}
+		switch b.Kind {
+		case serviceaccount.KindPod:
+			u.Extra[extraPodName] = []string{b.Name}
+			u.Extra[extraPodUID] = []string{string(b.UID)}
+		case serviceaccount.KindNode:
+			u.Extra[extraNodeName] = []string{b.Name}
+			u.Extra[extraNodeUID] = []string{string(b.UID)}
+		}
+	}
+	return &authenticator.Response{User: u, Audiences: claims.Audiences}, true, nil
+}
+
+// tokenCache remembers the claims of verified tokens, by the SHA-256 of
+// the token, until they expire, and at most max of them.
+type tokenCache struct {
+	max     int
+	mu      sync.Mutex // guards entries
+	entries map[[32]byte]*serviceaccount.Claims
+}
+
+func newTokenCache(max int) *tokenCache {
+	return &tokenCache{max: max, entries: map[[32]byte]*serviceaccount.Claims{}}
+}
+
+func (c *tokenCache) get(key [32]byte, now time.Time) (*serviceaccount.Claims, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	claims, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	if !now.Before(claims.Expiry) || now.Before(claims.NotBefore.Add(-time.Minute)) {
+		delete(c.entries, key)
+		return nil, false
+	}
+	return claims, true
+}
+
+func (c *tokenCache) put(key [32]byte, claims *serviceaccount.Claims) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		// Full: drop an arbitrary entry; a dropped token is verified
+		// again on its next use.
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[key] = claims
+}
+
+var errNoVerifier = errors.New("service account tokens: verifier is not set")

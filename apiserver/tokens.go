@@ -1,0 +1,221 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/trustplane/trustplane/apiserver/authn"
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+// Token lifetimes, as kube-apiserver's: a requested expiration below the
+// minimum is refused; without one, a token lasts an hour.
+const (
+	MinTokenExpiration     = 10 * time.Minute
+	DefaultTokenExpiration = time.Hour
+)
+
+var _ authn.ObjectGetter = cacheReader{}
+
+// ServiceAccount reads a service account from its cache and, when the cache
+// does not have it yet, from etcd.
+func (cr cacheReader) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	obj, err := cr.object(ctx, serviceAccountsGR, namespace, name, func() runtime.Object { return &corev1.ServiceAccount{} })
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
+}
+
+// Bound returns the uid of the Pod, Secret or Node a token is bound to.
+func (cr cacheReader) Bound(ctx context.Context, kind, namespace, name string) (types.UID, error) {
+	var gr schema.GroupResource
+	var newObj func() runtime.Object
+	switch kind {
+	case serviceaccount.KindPod:
+		gr, newObj = schema.GroupResource{Resource: "pods"}, func() runtime.Object { return &corev1.Pod{} }
+	case serviceaccount.KindSecret:
+		gr, newObj = schema.GroupResource{Resource: "secrets"}, func() runtime.Object { return &corev1.Secret{} }
+	case serviceaccount.KindNode:
+		gr, newObj = schema.GroupResource{Resource: "nodes"}, func() runtime.Object { return &corev1.Node{} }
+	default:
+		return "", fmt.Errorf("tokens cannot be bound to a %s", kind)
+	}
+	obj, err := cr.object(ctx, gr, namespace, name, newObj)
+	if err != nil || obj == nil {
+		return "", err
+	}
+	accessor, err := metaAccessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return accessor.GetUID(), nil
+}
+
+// object reads an object from its cache, falling back to etcd for one the
+// cache does not have yet; (nil, nil) when it does not exist.
+func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, namespace, name string, newObj func() runtime.Object) (runtime.Object, error) {
+	key := storage.Key(gr, namespace, name)
+	if obj, err := cr.caches[gr].Get(ctx, key, -1); err == nil && obj != nil {
+		return obj, nil
+	}
+	obj := newObj()
+	err := cr.store.Get(ctx, gr, key, obj)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+
+// requestToken issues a ServiceAccount token (serviceaccounts/token): for
+// an existing service account, with audiences (the API server's by
+// default), an expiration within the bounds, and optionally bound to a
+// Pod, Secret or Node that exists.
+func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	ctx := r.Context()
+	obj, err := s.decodeKind(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), func() runtime.Object { return &authenticationv1.TokenRequest{} })
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	tr := obj.(*authenticationv1.TokenRequest)
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	expiration := DefaultTokenExpiration
+	if tr.Spec.ExpirationSeconds != nil {
+		expiration = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	}
+	if expiration < MinTokenExpiration {
+		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), "may not specify a duration less than 10 minutes"))
+	}
+	if expiration > s.maxTokenExpiration {
+		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), fmt.Sprintf("may not specify a duration longer than %d seconds", int64(s.maxTokenExpiration/time.Second))))
+	}
+	for i, a := range tr.Spec.Audiences {
+		if a == "" {
+			errs = append(errs, field.Invalid(spec.Child("audiences").Index(i), a, "may not be empty"))
+		}
+	}
+	if len(errs) > 0 {
+		s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, errs))
+		return
+	}
+	sa, err := s.reader.ServiceAccount(ctx, q.namespace, q.name)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if sa == nil {
+		s.respond.error(w, r, apierrors.NewNotFound(serviceAccountsGR, q.name))
+		return
+	}
+	claims := serviceaccount.Claims{Namespace: q.namespace, Name: q.name, UID: sa.UID, Audiences: tr.Spec.Audiences}
+	if len(claims.Audiences) == 0 {
+		claims.Audiences = s.apiAudiences
+	}
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		refPath := spec.Child("boundObjectRef")
+		switch {
+		case ref.Kind == "Pod" && ref.APIVersion == "v1", ref.Kind == "Secret" && ref.APIVersion == "v1", ref.Kind == "Node" && ref.APIVersion == "v1":
+		default:
+			s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, field.ErrorList{field.NotSupported(refPath.Child("kind"), ref.APIVersion+"/"+ref.Kind, []string{"v1/Pod", "v1/Secret", "v1/Node"})}))
+			return
+		}
+		ns := q.namespace
+		if ref.Kind == "Node" {
+			ns = ""
+		}
+		uid, err := s.reader.Bound(ctx, ref.Kind, ns, ref.Name)
+		if err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		if uid == "" || (ref.UID != "" && ref.UID != uid) {
+			s.respond.error(w, r, apierrors.NewNotFound(schema.GroupResource{Resource: lowerPlural(ref.Kind)}, ref.Name))
+			return
+		}
+		claims.Bound = &serviceaccount.BoundObject{Kind: ref.Kind, Name: ref.Name, UID: uid}
+	}
+	now := time.Now()
+	claims.Expiry = now.Add(expiration)
+	token, err := s.tokenIssuer.Issue(claims, now)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	tr.Namespace = q.namespace
+	tr.Name = q.name
+	tr.Spec.Audiences = claims.Audiences
+	secs := int64(expiration / time.Second)
+	tr.Spec.ExpirationSeconds = &secs
+	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(claims.Expiry)}
+	s.respond.object(w, r, http.StatusCreated, tr)
+}
+
+func lowerPlural(kind string) string {
+	switch kind {
+	case "Pod":
+		return "pods"
+	case "Secret":
+		return "secrets"
+	case "Node":
+		return "nodes"
+	}
+	return kind
+}
+
+// tokenReview answers whether a token authenticates, and as whom.
+func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+	r := obj.(*authenticationv1.TokenReview)
+	if r.Spec.Token == "" {
+		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenReview").GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
+	}
+	resp, ok, err := s.tokenAuthn.AuthenticateToken(ctx, r.Spec.Token)
+	// The token is not echoed back.
+	r.Spec.Token = ""
+	if err != nil || !ok {
+		if err != nil {
+			s.logger.InfoContext(ctx, "token review: token refused", "err", err)
+		}
+		r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not valid"}
+		return r, nil
+	}
+	audiences := resp.Audiences
+	if len(r.Spec.Audiences) > 0 {
+		audiences = intersect(r.Spec.Audiences, resp.Audiences)
+		if len(audiences) == 0 {
+			r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not for the requested audiences"}
+			return r, nil
+		}
+	}
+	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(resp.User), Audiences: audiences}
+	return r, nil
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	return out
+}
