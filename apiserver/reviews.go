@@ -6,6 +6,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,6 +34,21 @@ func reviewResources() []*resource {
 					return nil, apierrors.NewInvalid(authz.WithKind("SelfSubjectAccessReview").GroupKind(), "", errs)
 				}
 				r.Status = s.accessReview(ctx, attrs)
+				return r, nil
+			},
+		},
+		{
+			gvr: authz.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview",
+			newObject: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} },
+			newList:   func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} },
+			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+				r := obj.(*authorizationv1.SelfSubjectRulesReview)
+				rules, incomplete, err := s.rbac.RulesFor(ctx, userFrom(ctx), r.Spec.Namespace)
+				r.Status = rulesReviewStatus(rules, incomplete)
+				if err != nil {
+					s.logger.ErrorContext(ctx, "rules review incomplete", "err", err)
+					r.Status.EvaluationError = "some rules could not be read"
+				}
 				return r, nil
 			},
 		},
@@ -158,4 +174,18 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *restRequ
 		return
 	}
 	s.respond.object(w, r, http.StatusCreated, out)
+}
+
+// rulesReviewStatus splits RBAC rules into the review's resource and
+// non-resource rules.
+func rulesReviewStatus(rules []rbacv1.PolicyRule, incomplete bool) authorizationv1.SubjectRulesReviewStatus {
+	st := authorizationv1.SubjectRulesReviewStatus{Incomplete: incomplete, ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			continue
+		}
+		st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	return st
 }

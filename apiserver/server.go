@@ -149,6 +149,7 @@ type Server struct {
 	reader             cacheReader
 	maxTokenExpiration time.Duration
 	authz              authorizer.Authorizer
+	rbac               *rbac.Authorizer
 	mutating           k8sadmission.MutationInterface
 	validating         k8sadmission.ValidationInterface
 	objectInterfaces   k8sadmission.ObjectInterfaces
@@ -209,7 +210,11 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	chain := k8sadmission.NewChainHandler(lifecycle)
+	escalation, err := admission.NewRBACEscalation(authz, authz)
+	if err != nil {
+		return nil, err
+	}
+	chain := k8sadmission.NewChainHandler(lifecycle, escalation)
 	s := &Server{
 		logger:             c.Logger,
 		scheme:             scheme,
@@ -227,6 +232,7 @@ func New(c Config) (*Server, error) {
 		reader:             reader,
 		maxTokenExpiration: c.MaxTokenExpiration,
 		authz:              authz,
+		rbac:               authz,
 		mutating:           chain,
 		validating:         chain,
 		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
