@@ -290,6 +290,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	caches.Go(func() { s.aggregateClusterRoles(cacheCtx) })
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         s.tlsConfig,
