@@ -57,7 +57,7 @@ func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Na
 
 func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	var out []*rbacv1.ClusterRoleBinding
-	_, err := cr.caches[clusterRoleBindingsGR].List(ctx, storage.ListPrefix(clusterRoleBindingsGR, ""), -1, func(obj runtime.Object) error {
+	_, err := cr.caches[clusterRoleBindingsGR].Visit(ctx, storage.ListPrefix(clusterRoleBindingsGR, ""), -1, func(obj runtime.Object) error {
 		out = append(out, obj.(*rbacv1.ClusterRoleBinding))
 		return nil
 	})
@@ -69,7 +69,7 @@ func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
 	var out []*rbacv1.RoleBinding
-	_, err := cr.caches[roleBindingsGR].List(ctx, storage.ListPrefix(roleBindingsGR, namespace), -1, func(obj runtime.Object) error {
+	_, err := cr.caches[roleBindingsGR].Visit(ctx, storage.ListPrefix(roleBindingsGR, namespace), -1, func(obj runtime.Object) error {
 		out = append(out, obj.(*rbacv1.RoleBinding))
 		return nil
 	})

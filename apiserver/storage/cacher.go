@@ -49,6 +49,9 @@ type Cacher struct {
 
 	mu      sync.RWMutex // guards the fields below
 	objects map[string]runtime.Object
+	// dirs indexes the keys by their parent, the prefix up to the last
+	// "/": a namespace's objects are found without scanning the others.
+	dirs map[string]map[string]struct{}
 	rev     int64   // revision the cache reflects
 	events  []Event // the last history events, oldest first
 	// oldest is the lowest revision a watch may start after: the events
@@ -71,6 +74,7 @@ func NewCacher(store *Store, gr schema.GroupResource, newObject func() runtime.O
 		logger:    logger,
 		history:   history,
 		objects:   map[string]runtime.Object{},
+		dirs:      map[string]map[string]struct{}{},
 		watchers:  map[*Watcher]struct{}{},
 	}
 	c.changed = sync.NewCond(&c.mu)
@@ -123,6 +127,10 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopWatchersLocked()
 	c.objects = objects
+	c.dirs = map[string]map[string]struct{}{}
+	for key := range objects {
+		c.index(key)
+	}
 	c.rev = rev
 	c.events = nil
 	c.oldest = rev
@@ -204,8 +212,10 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 	defer c.mu.Unlock()
 	if out.Type == watch.Deleted {
 		delete(c.objects, key)
+		c.unindex(key)
 	} else {
 		c.objects[key] = out.Object
+		c.index(key)
 	}
 	c.events = append(c.events, out)
 	if len(c.events) > c.history {
@@ -271,28 +281,65 @@ func (c *Cacher) requestProgress(ctx context.Context) {
 }
 
 // List calls visit for every object in the cache whose key starts with
-// prefix, once the cache reflects at least revision rev (see waitLocked
-// for rev < 0), and returns the revision it listed at.
+// prefix, in key order, once the cache reflects at least revision rev (see
+// waitLocked for rev < 0), and returns the revision it listed at.
 func (c *Cacher) List(ctx context.Context, prefix string, rev int64, visit func(runtime.Object) error) (int64, error) {
+	return c.list(ctx, prefix, rev, true, visit)
+}
+
+// Visit is List without the ordering, for callers that only need every
+// object once, such as the authorizer.
+func (c *Cacher) Visit(ctx context.Context, prefix string, rev int64, visit func(runtime.Object) error) (int64, error) {
+	return c.list(ctx, prefix, rev, false, visit)
+}
+
+func (c *Cacher) list(ctx context.Context, prefix string, rev int64, sorted bool, visit func(runtime.Object) error) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.waitLocked(ctx, rev); err != nil {
 		return 0, err
 	}
-	keys := make([]string, 0, len(c.objects))
-	for key := range c.objects {
-		if strings.HasPrefix(key, prefix) {
+	var keys []string
+	if dir, ok := c.dirs[prefix]; ok {
+		keys = make([]string, 0, len(dir))
+		for key := range dir {
 			keys = append(keys, key)
 		}
+	} else {
+		for key := range c.objects {
+			if strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
+		}
 	}
-	// In key order, as etcd lists them.
-	slices.Sort(keys)
+	if sorted {
+		// In key order, as etcd lists them.
+		slices.Sort(keys)
+	}
 	for _, key := range keys {
 		if err := visit(c.objects[key]); err != nil {
 			return 0, err
 		}
 	}
 	return c.rev, nil
+}
+
+// index adds key to the index of its parent. Called with c.mu held.
+func (c *Cacher) index(key string) {
+	dir := key[:strings.LastIndex(key, "/")+1]
+	if c.dirs[dir] == nil {
+		c.dirs[dir] = map[string]struct{}{}
+	}
+	c.dirs[dir][key] = struct{}{}
+}
+
+// unindex removes key from the index. Called with c.mu held.
+func (c *Cacher) unindex(key string) {
+	dir := key[:strings.LastIndex(key, "/")+1]
+	delete(c.dirs[dir], key)
+	if len(c.dirs[dir]) == 0 {
+		delete(c.dirs, dir)
+	}
 }
 
 // Get returns the object at key once the cache reflects at least revision
