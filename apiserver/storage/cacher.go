@@ -51,9 +51,9 @@ type Cacher struct {
 	objects map[string]runtime.Object
 	// dirs indexes the keys by their parent, the prefix up to the last
 	// "/": a namespace's objects are found without scanning the others.
-	dirs map[string]map[string]struct{}
-	rev     int64   // revision the cache reflects
-	events  []Event // the last history events, oldest first
+	dirs   map[string]map[string]struct{}
+	rev    int64   // revision the cache reflects
+	events []Event // the last history events, oldest first
 	// oldest is the lowest revision a watch may start after: the events
 	// since then are all in events.
 	oldest   int64
