@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -26,8 +27,70 @@ type cacheReader struct {
 
 var (
 	_ rbac.Lister               = cacheReader{}
+	_ rbac.SubjectLister        = cacheReader{}
 	_ admission.NamespaceGetter = cacheReader{}
 )
+
+// subjectIndex indexes bindings by the subjects they name.
+const subjectIndex = "subjects"
+
+// indexBindings adds the subject indexes the authorizer reads through.
+func indexBindings(caches map[schema.GroupResource]*storage.Cacher) {
+	caches[clusterRoleBindingsGR].AddIndex(subjectIndex, func(obj runtime.Object) []string {
+		return rbac.BindingSubjectKeys(obj.(*rbacv1.ClusterRoleBinding).Subjects, "")
+	})
+	caches[roleBindingsGR].AddIndex(subjectIndex, func(obj runtime.Object) []string {
+		b := obj.(*rbacv1.RoleBinding)
+		keys := rbac.BindingSubjectKeys(b.Subjects, b.Namespace)
+		for i := range keys {
+			keys[i] = b.Namespace + "/" + keys[i]
+		}
+		return keys
+	})
+}
+
+// ClusterRoleBindingsFor reads the cluster role bindings that name u, by
+// index.
+func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) ([]*rbacv1.ClusterRoleBinding, error) {
+	seen := map[*rbacv1.ClusterRoleBinding]bool{}
+	var out []*rbacv1.ClusterRoleBinding
+	for _, key := range rbac.SubjectKeys(u) {
+		err := cr.caches[clusterRoleBindingsGR].ByIndex(ctx, subjectIndex, key, -1, func(obj runtime.Object) error {
+			if b := obj.(*rbacv1.ClusterRoleBinding); !seen[b] {
+				seen[b] = true
+				out = append(out, b)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// RoleBindingsFor reads the role bindings of namespace that name u, by
+// index.
+func (cr cacheReader) RoleBindingsFor(ctx context.Context, namespace string, u user.Info) ([]*rbacv1.RoleBinding, error) {
+	if namespace == "" {
+		return nil, errors.New("list role bindings: namespace is empty")
+	}
+	seen := map[*rbacv1.RoleBinding]bool{}
+	var out []*rbacv1.RoleBinding
+	for _, key := range rbac.SubjectKeys(u) {
+		err := cr.caches[roleBindingsGR].ByIndex(ctx, subjectIndex, namespace+"/"+key, -1, func(obj runtime.Object) error {
+			if b := obj.(*rbacv1.RoleBinding); !seen[b] {
+				seen[b] = true
+				out = append(out, b)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
 
 var (
 	namespacesGR          = schema.GroupResource{Resource: "namespaces"}

@@ -189,6 +189,7 @@ func New(c Config) (*Server, error) {
 	for _, res := range reg.stored() {
 		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
+	indexBindings(caches)
 	reader := cacheReader{store: store, caches: caches}
 	patchers, err := newPatchers(scheme, reg)
 	if err != nil {

@@ -49,7 +49,14 @@ func (a *Authorizer) visitGrants(ctx context.Context, u user.Info, namespace str
 
 	// Cluster-wide grants first: they apply to every namespace and to
 	// cluster-scoped requests.
-	crbs, err := a.lister.ListClusterRoleBindings(ctx)
+	subjects, indexed := a.lister.(SubjectLister)
+	var crbs []*rbacv1.ClusterRoleBinding
+	var err error
+	if indexed {
+		crbs, err = subjects.ClusterRoleBindingsFor(ctx, u)
+	} else {
+		crbs, err = a.lister.ListClusterRoleBindings(ctx)
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list cluster role bindings: %w", err))
 	}
@@ -77,7 +84,12 @@ func (a *Authorizer) visitGrants(ctx context.Context, u user.Info, namespace str
 	if namespace == "" {
 		return errs
 	}
-	rbs, err := a.lister.ListRoleBindings(ctx, namespace)
+	var rbs []*rbacv1.RoleBinding
+	if indexed {
+		rbs, err = subjects.RoleBindingsFor(ctx, namespace, u)
+	} else {
+		rbs, err = a.lister.ListRoleBindings(ctx, namespace)
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list role bindings in namespace %q: %w", namespace, err))
 	}

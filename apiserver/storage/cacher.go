@@ -46,14 +46,18 @@ type Cacher struct {
 	newObject func() runtime.Object
 	logger    *slog.Logger
 	history   int
+	indexers  map[string]IndexFunc
 
 	mu      sync.RWMutex // guards the fields below
 	objects map[string]runtime.Object
 	// dirs indexes the keys by their parent, the prefix up to the last
 	// "/": a namespace's objects are found without scanning the others.
-	dirs   map[string]map[string]struct{}
-	rev    int64   // revision the cache reflects
-	events []Event // the last history events, oldest first
+	dirs map[string]map[string]struct{}
+	// indexes map each indexer's values to the keys of the objects that
+	// have them.
+	indexes map[string]map[string]map[string]struct{}
+	rev     int64   // revision the cache reflects
+	events  []Event // the last history events, oldest first
 	// oldest is the lowest revision a watch may start after: the events
 	// since then are all in events.
 	oldest   int64
@@ -61,6 +65,10 @@ type Cacher struct {
 	ready    bool
 	changed  *sync.Cond // signalled when rev advances or ready changes
 }
+
+// IndexFunc returns the values under which an object is found in an
+// index.
+type IndexFunc func(runtime.Object) []string
 
 // NewCacher returns a cacher of the objects of gr under prefix; Run fills
 // and follows it. history is how many events it keeps for watches that
@@ -75,6 +83,8 @@ func NewCacher(store *Store, gr schema.GroupResource, newObject func() runtime.O
 		history:   history,
 		objects:   map[string]runtime.Object{},
 		dirs:      map[string]map[string]struct{}{},
+		indexers:  map[string]IndexFunc{},
+		indexes:   map[string]map[string]map[string]struct{}{},
 		watchers:  map[*Watcher]struct{}{},
 	}
 	c.changed = sync.NewCond(&c.mu)
@@ -128,8 +138,9 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.stopWatchersLocked()
 	c.objects = objects
 	c.dirs = map[string]map[string]struct{}{}
-	for key := range objects {
-		c.index(key)
+	c.indexes = map[string]map[string]map[string]struct{}{}
+	for key, obj := range objects {
+		c.index(key, obj)
 	}
 	c.rev = rev
 	c.events = nil
@@ -210,12 +221,14 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old, ok := c.objects[key]; ok {
+		c.unindex(key, old)
+	}
 	if out.Type == watch.Deleted {
 		delete(c.objects, key)
-		c.unindex(key)
 	} else {
 		c.objects[key] = out.Object
-		c.index(key)
+		c.index(key, out.Object)
 	}
 	c.events = append(c.events, out)
 	if len(c.events) > c.history {
@@ -324,21 +337,68 @@ func (c *Cacher) list(ctx context.Context, prefix string, rev int64, sorted bool
 	return c.rev, nil
 }
 
-// index adds key to the index of its parent. Called with c.mu held.
-func (c *Cacher) index(key string) {
+// AddIndex adds an index of the objects by the values f gives them. It
+// must be called before Run.
+func (c *Cacher) AddIndex(name string, f IndexFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.indexers[name] = f
+}
+
+// ByIndex calls visit for every object with value in the index name, once
+// the cache reflects at least revision rev (see waitLocked for rev < 0).
+func (c *Cacher) ByIndex(ctx context.Context, name, value string, rev int64, visit func(runtime.Object) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.waitLocked(ctx, rev); err != nil {
+		return err
+	}
+	if _, ok := c.indexers[name]; !ok {
+		return fmt.Errorf("watch cache of %s has no index %q", c.gr, name)
+	}
+	for key := range c.indexes[name][value] {
+		if err := visit(c.objects[key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// index adds key to the index of its parent and to every index. Called
+// with c.mu held.
+func (c *Cacher) index(key string, obj runtime.Object) {
 	dir := key[:strings.LastIndex(key, "/")+1]
 	if c.dirs[dir] == nil {
 		c.dirs[dir] = map[string]struct{}{}
 	}
 	c.dirs[dir][key] = struct{}{}
+	for name, f := range c.indexers {
+		if c.indexes[name] == nil {
+			c.indexes[name] = map[string]map[string]struct{}{}
+		}
+		for _, v := range f(obj) {
+			if c.indexes[name][v] == nil {
+				c.indexes[name][v] = map[string]struct{}{}
+			}
+			c.indexes[name][v][key] = struct{}{}
+		}
+	}
 }
 
-// unindex removes key from the index. Called with c.mu held.
-func (c *Cacher) unindex(key string) {
+// unindex removes key, as obj, from the indexes. Called with c.mu held.
+func (c *Cacher) unindex(key string, obj runtime.Object) {
 	dir := key[:strings.LastIndex(key, "/")+1]
 	delete(c.dirs[dir], key)
 	if len(c.dirs[dir]) == 0 {
 		delete(c.dirs, dir)
+	}
+	for name, f := range c.indexers {
+		for _, v := range f(obj) {
+			delete(c.indexes[name][v], key)
+			if len(c.indexes[name][v]) == 0 {
+				delete(c.indexes[name], v)
+			}
+		}
 	}
 }
 
