@@ -136,3 +136,37 @@ func BenchmarkServiceAccountToken(b *testing.B) {
 		percentiles(b, samples)
 	})
 }
+
+// BenchmarkRBACChangeToEffect measures the time from a RoleBinding's
+// write (the API call returning) to the authorizer allowing what it
+// grants.
+//
+//	go test ./apiserver -run '^$' -bench RBACChangeToEffect -benchtime 200x
+func BenchmarkRBACChangeToEffect(b *testing.B) {
+	ts := startServer(b)
+	ctx := context.Background()
+	cs := ts.clientset(b, admin)
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		name := fmt.Sprintf("effect-%d", i)
+		attrs := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: name}, Verb: "list", Resource: "configmaps", Namespace: "default", ResourceRequest: true}
+		_, err := cs.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}}}, metav1.CreateOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		written := time.Now()
+		for {
+			if d, _, _ := ts.server.authz.Authorize(ctx, attrs); d == authorizer.DecisionAllow {
+				break
+			}
+			if time.Since(written) > 10*time.Second {
+				b.Fatal("the binding never took effect")
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		samples = append(samples, time.Since(written))
+	}
+	b.StopTimer()
+	percentiles(b, samples)
+}
