@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+
+	"github.com/trustplane/trustplane/apiserver/authn/oidc"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
@@ -32,6 +35,9 @@ type Options struct {
 	// the audience it accepts by default.
 	ServiceAccountIssuer string
 	MaxTokenExpiration   time.Duration
+	// AuthenticationConfig is an AuthenticationConfiguration file with
+	// OIDC issuers; "" uses DIR/authentication-config.yaml when it exists.
+	AuthenticationConfig string
 }
 
 // Defaults of the ServiceAccount token flags, as kube-apiserver's.
@@ -107,6 +113,10 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	oidcAuth, err := o.loadOIDC(ctx, l)
+	if err != nil {
+		return nil, nil, err
+	}
 	policy, err := audit.LoadPolicy(l.AuditPolicy())
 	if err != nil {
 		return nil, nil, err
@@ -131,6 +141,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		TokenVerifier:       verifier,
 		APIAudiences:        []string{o.ServiceAccountIssuer},
 		MaxTokenExpiration:  o.MaxTokenExpiration,
+		OIDC:                oidcAuth,
 		RequestTimeout:      o.RequestTimeout,
 		EtcdTimeout:         DefaultEtcdTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
@@ -162,4 +173,25 @@ func LoadServiceAccountKeys(pkiDir, issuer string) (*serviceaccount.Issuer, *ser
 		return nil, nil, err
 	}
 	return i, v, nil
+}
+
+// loadOIDC reads and validates the AuthenticationConfiguration, if any, and
+// builds its authenticator, which waits for each issuer's discovery. A bad
+// file or an unreachable issuer stops the start.
+func (o *Options) loadOIDC(ctx context.Context, l datadir.Layout) (authenticator.Token, error) {
+	path := o.AuthenticationConfig
+	if path == "" {
+		path = filepath.Join(l.Dir, "authentication-config.yaml")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	cfg, err := oidc.Load(path, []string{o.ServiceAccountIssuer})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AnonymousEnabled {
+		return nil, fmt.Errorf("%s: anonymous access beyond the health probes is not supported", path)
+	}
+	return cfg.Authenticator(ctx)
 }

@@ -59,6 +59,9 @@ type Config struct {
 	APIAudiences  []string
 	// MaxTokenExpiration bounds the tokens a TokenRequest may ask for.
 	MaxTokenExpiration time.Duration
+	// OIDC authenticates ID tokens from the AuthenticationConfiguration's
+	// issuers; nil when there is none.
+	OIDC authenticator.Token
 	// RequestTimeout bounds each request; EtcdTimeout each etcd call.
 	RequestTimeout time.Duration
 	EtcdTimeout    time.Duration
@@ -199,7 +202,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader})
+	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, OIDC: c.OIDC})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 )
@@ -27,6 +28,8 @@ type Config struct {
 	Objects   ObjectGetter
 	// TokenCacheSize bounds the verified tokens remembered.
 	TokenCacheSize int
+	// OIDC authenticates ID tokens of the configured issuers; optional.
+	OIDC authenticator.Token
 }
 
 // Authenticators are the request authenticator and, for TokenReview, the
@@ -61,7 +64,12 @@ func New(c Config) (*Authenticators, error) {
 		Roots:     c.ClientCA,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, x509request.CommonNameUserConversion)
-	tokens := &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: newTokenCache(c.TokenCacheSize), now: time.Now}
+	var tokens authenticator.Token = &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: newTokenCache(c.TokenCacheSize), now: time.Now}
+	if c.OIDC != nil {
+		// A JWT the service account authenticator refuses goes on to
+		// the OIDC issuers.
+		tokens = tokenunion.New(tokens, authenticator.WrapAudienceAgnosticToken(c.Audiences, c.OIDC))
+	}
 	return &Authenticators{
 		// A present bearer token that no authenticator accepts is an
 		// error, never anonymous.

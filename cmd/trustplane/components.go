@@ -106,6 +106,8 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "etcd client URLs")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "time limit of a request")
 	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "requests served at once; more get 429")
+	fs.StringVar(&o.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
+	fs.DurationVar(&o.MaxTokenExpiration, "service-account-max-token-expiration", o.MaxTokenExpiration, "longest ServiceAccount token a TokenRequest may ask for")
 	return cmd
 }
 

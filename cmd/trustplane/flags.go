@@ -35,6 +35,7 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.advertiseAddress, "advertise-address", "", "IP address clients reach the API server at (default: the bind address, or 127.0.0.1 when it binds all addresses)")
 	fs.StringSliceVar(&f.extraSANs, "apiserver-cert-extra-sans", nil, "extra DNS names and IP addresses for the serving certificates")
 	fs.DurationVar(&f.certValidity, "cert-validity", f.certValidity, "validity of issued leaf certificates")
+	fs.StringVar(&f.apiserver.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 }
 
 func (f *clusterFlags) validate() error {
