@@ -25,6 +25,13 @@ spec:
         image: nginx:IMAGE
 `
 
+const nodeManifest = `apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {node-role.kubernetes.io/worker: ""}
+`
+
 const podManifest = `apiVersion: v1
 kind: Pod
 metadata:
@@ -60,6 +67,10 @@ func TestKubectlWorkflows(t *testing.T) {
 			if err := os.WriteFile(pod, []byte(podManifest), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			node := filepath.Join(dir, "node.yaml")
+			if err := os.WriteFile(node, []byte(nodeManifest), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			v1, v2, v3 := manifest("v1.yaml", "1.25"), manifest("v2.yaml", "1.26"), manifest("v3.yaml", "1.28")
 			editor := filepath.Join(dir, "editor.sh")
 			if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/nginx:1.28/nginx:1.29/' \"$1\"\n"), 0o700); err != nil {
@@ -89,6 +100,9 @@ func TestKubectlWorkflows(t *testing.T) {
 				{args: []string{"replace", "-f", v1}, stdout: []string{`replaced`}},
 				{args: []string{"describe", "deployment", "web"}, stdout: []string{`(?m)^Name:\s+web$`, `(?m)^Selector:\s+app=web$`}},
 
+				{args: []string{"create", "-f", node}, stdout: []string{`node/n1 created`}},
+				{args: []string{"get", "nodes"}, stdout: []string{`(?m)^n1\s+Unknown\s+worker\s`}},
+				{args: []string{"describe", "node", "n1"}, stdout: []string{`(?m)^Name:\s+n1$`, `(?m)^Roles:\s+worker$`}},
 				{args: []string{"create", "-f", pod}, stdout: []string{`pod/p1 created`}},
 				{args: []string{"get", "pods", "-A", "-o", "wide"}, stdout: []string{`(?m)^default\s+p1\s+0/1\s+Pending\s+0\s+`}},
 				{args: []string{"get", "pods", "--field-selector", "status.phase=Pending", "-o", "name"}, stdout: []string{`\Apod/p1\n\z`}},
