@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newBenchCommand(), newVersionCommand())
+	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newBenchCommand(), newVersionCommand(), newKubeconfigCommand(), newWhoCanCommand())
 	return root
 }
 
