@@ -14,6 +14,7 @@ import (
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
+	"github.com/trustplane/trustplane/rbac/node"
 )
 
 // cacheReader gives the authorizer and the admission plugins reads of the
@@ -31,8 +32,55 @@ var (
 	_ admission.NamespaceGetter = cacheReader{}
 )
 
-// subjectIndex indexes bindings by the subjects they name.
-const subjectIndex = "subjects"
+// subjectIndex indexes bindings by the subjects they name; nodeIndex
+// indexes pods by the node they are bound to.
+const (
+	subjectIndex = "subjects"
+	nodeIndex    = "node"
+)
+
+// indexPods adds the index the node authorizer reads through.
+func indexPods(caches map[schema.GroupResource]*storage.Cacher) {
+	caches[podsGR].AddIndex(nodeIndex, func(obj runtime.Object) []string {
+		if n := obj.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	})
+}
+
+var podsGR = schema.GroupResource{Resource: "pods"}
+
+var (
+	_ node.PodLister      = cacheReader{}
+	_ admission.PodGetter = cacheReader{}
+)
+
+// PodsOnNode reads the pods bound to a node, by index.
+func (cr cacheReader) PodsOnNode(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
+	if nodeName == "" {
+		return nil, errors.New("pods on node: node name is empty")
+	}
+	var out []*corev1.Pod
+	err := cr.caches[podsGR].ByIndex(ctx, nodeIndex, nodeName, -1, func(obj runtime.Object) error {
+		out = append(out, obj.(*corev1.Pod))
+		return nil
+	})
+	return out, err
+}
+
+// Pod reads a pod from its cache or, when the cache does not have it yet,
+// from etcd; a missing pod is an API NotFound.
+func (cr cacheReader) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	obj, err := cr.object(ctx, podsGR, namespace, name, func() runtime.Object { return &corev1.Pod{} })
+	if err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, apierrors.NewNotFound(podsGR, name)
+	}
+	return obj.(*corev1.Pod), nil
+}
 
 // indexBindings adds the subject indexes the authorizer reads through.
 func indexBindings(caches map[schema.GroupResource]*storage.Cacher) {

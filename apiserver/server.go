@@ -19,6 +19,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/rbac"
+	"github.com/trustplane/trustplane/rbac/node"
 )
 
 // AuditSink stores audit events. An error means the event was not stored,
@@ -193,6 +195,7 @@ func New(c Config) (*Server, error) {
 		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
 	}
 	indexBindings(caches)
+	indexPods(caches)
 	reader := cacheReader{store: store, caches: caches}
 	patchers, err := newPatchers(scheme, reg)
 	if err != nil {
@@ -206,7 +209,20 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authz, err := rbac.New(reader)
+	rbacAuthz, err := rbac.New(reader)
+	if err != nil {
+		return nil, err
+	}
+	nodeAuthz, err := node.New(reader)
+	if err != nil {
+		return nil, err
+	}
+	// Nodes first: it decides for node identities only; everyone else,
+	// and what it has no opinion on, goes to RBAC.
+	authz, err := union.New(
+		union.NamedAuthorizer{AuthorizerName: "Node", Authorizer: nodeAuthz},
+		union.NamedAuthorizer{AuthorizerName: "RBAC", Authorizer: rbacAuthz},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +230,15 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	escalation, err := admission.NewRBACEscalation(authz, authz)
+	escalation, err := admission.NewRBACEscalation(authz, rbacAuthz)
 	if err != nil {
 		return nil, err
 	}
-	chain := k8sadmission.NewChainHandler(lifecycle, escalation)
+	nodeRestriction, err := admission.NewNodeRestriction(reader)
+	if err != nil {
+		return nil, err
+	}
+	chain := k8sadmission.NewChainHandler(lifecycle, nodeRestriction, escalation)
 	s := &Server{
 		logger:             c.Logger,
 		scheme:             scheme,
@@ -236,7 +256,7 @@ func New(c Config) (*Server, error) {
 		reader:             reader,
 		maxTokenExpiration: c.MaxTokenExpiration,
 		authz:              authz,
-		rbac:               authz,
+		rbac:               rbacAuthz,
 		mutating:           chain,
 		validating:         chain,
 		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
