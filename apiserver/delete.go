@@ -41,8 +41,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) 
 // the marked object otherwise.
 func (s *Server) deleteOne(ctx context.Context, q *restRequest, name string, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
 	gr := q.res.groupResource()
-	old := q.res.newObject()
-	if err := s.store.Get(ctx, gr, q.key(name), old); err != nil {
+	old, err := s.load(ctx, q, name)
+	if err != nil {
 		return nil, q.storageError(err, name)
 	}
 	oldAccessor, err := meta.Accessor(old)
@@ -83,7 +83,7 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, name string, opt
 			ns.Status.Phase = corev1.NamespaceTerminating
 		}
 		if !dry {
-			if err := s.store.Update(ctx, gr, q.key(name), rev, old); err != nil {
+			if err := s.save(ctx, q, name, rev, old); err != nil {
 				return nil, q.storageError(err, name)
 			}
 		}
@@ -124,7 +124,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, q *res
 		s.respond.error(w, r, err)
 		return
 	}
-	cache := s.caches[q.res.groupResource()]
+	cache := s.cache(q)
 	rev, err := cache.CurrentRevision(ctx)
 	if err != nil {
 		s.respond.error(w, r, err)
@@ -132,7 +132,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, q *res
 	}
 	var matched []runtime.Object
 	if _, err := cache.List(ctx, storage.ListPrefix(q.res.groupResource(), q.namespace), rev, func(obj runtime.Object) error {
-		if sel.matches(obj) {
+		if obj = q.served(obj); sel.matches(obj) {
 			matched = append(matched, obj)
 		}
 		return nil

@@ -99,7 +99,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	prefix := storage.ListPrefix(gr, q.namespace)
 	var items []runtime.Object
 	add := func(obj runtime.Object) error {
-		if sel.matches(obj) {
+		if obj = q.served(obj); sel.matches(obj) {
 			items = append(items, obj)
 		}
 		return nil
@@ -114,7 +114,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		} else if opts.match == metav1.ResourceVersionMatchExact {
 			at, _ = storage.ParseResourceVersion(opts.resourceVersion)
 		}
-		page, err := s.store.ListPage(ctx, gr, prefix, start, at, opts.limit, q.res.newObject, add)
+		page, err := s.store.ListPage(ctx, q.storedResource().groupResource(), prefix, start, at, opts.limit, q.storedResource().newObject, add)
 		if errors.Is(err, storage.ErrExpired) {
 			msg := fmt.Sprintf("too old resource version: %d", at)
 			if opts.cont != nil {
@@ -133,7 +133,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			next = base64.RawURLEncoding.EncodeToString(tok)
 		}
 	default:
-		cache := s.caches[gr]
+		cache := s.cache(q)
 		var at int64
 		switch opts.resourceVersion {
 		case "":

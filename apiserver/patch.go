@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
-	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
 // newPatchers builds one patch manager per served kind over a single type
@@ -28,7 +26,10 @@ import (
 func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, error) {
 	tc := patch.NewTypeConverter(scheme)
 	out := map[schema.GroupVersionResource]*patch.Manager{}
-	for _, res := range reg.stored() {
+	for _, res := range reg.all {
+		if res.review != nil {
+			continue
+		}
 		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
 		if err != nil {
 			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
@@ -85,7 +86,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	m := s.patchers[q.res.gvr]
 	isApply := p.contentType == patch.Types[3]
 	if isApply && q.subresource == "" {
-		exists, err := s.exists(r, q)
+		exists, err := s.exists(r.Context(), q, q.name)
 		if err != nil {
 			s.respond.error(w, r, err)
 			return
@@ -136,18 +137,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		return patched, nil
 	}
 	s.writeUpdate(w, r, q, build, &metav1.PatchOptions{})
-}
-
-// exists reports whether the object of the request is stored.
-func (s *Server) exists(r *http.Request, q *restRequest) (bool, error) {
-	err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), q.res.newObject())
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
 }
 
 // patchScale patches the Scale of a Deployment or ReplicaSet (kubectl

@@ -52,6 +52,8 @@ type resource struct {
 	// review, when set, makes this a create-only resource that is
 	// computed, never stored.
 	review reviewFunc
+	// view, when set, serves this resource from another's storage.
+	view *storageView
 }
 
 // subresource is one subresource of a resource, for discovery.
@@ -236,11 +238,11 @@ func (r *registry) lookup(group, version, res string) (*resource, bool) {
 	return x, ok
 }
 
-// stored are the resources kept in etcd.
+// stored are the resources kept in etcd under their own keys.
 func (r *registry) stored() []*resource {
 	var out []*resource
 	for _, res := range r.all {
-		if res.review == nil {
+		if res.review == nil && res.view == nil {
 			out = append(out, res)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -25,6 +26,23 @@ var (
 func workloadResources() []*resource {
 	core := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
+	coreEvents := &resource{
+		gvr: core.WithResource("events"), kind: "Event", singular: "event",
+		namespaced: true, shortNames: []string{"ev"},
+		newObject:     func() runtime.Object { return &corev1.Event{} },
+		newList:       func() runtime.Object { return &corev1.EventList{} },
+		nameValidator: apimachineryvalidation.NameIsDNSSubdomain,
+		defaults:      func(obj runtime.Object) { kinds.DefaultEvent(obj.(*corev1.Event)) },
+		validate: func(obj, old runtime.Object) field.ErrorList {
+			var o *corev1.Event
+			if old != nil {
+				o = old.(*corev1.Event)
+			}
+			return kinds.ValidateEvent(obj.(*corev1.Event), o)
+		},
+		fields: func(obj runtime.Object) fields.Set { return kinds.EventFields(obj.(*corev1.Event)) },
+	}
+	eventsV1 := eventsResource(coreEvents)
 	return []*resource{
 		{
 			gvr: core.WithResource("pods"), kind: "Pod", singular: "pod",
@@ -93,22 +111,8 @@ func workloadResources() []*resource {
 				return kinds.ValidateServiceAccount(obj.(*corev1.ServiceAccount), o)
 			},
 		},
-		{
-			gvr: core.WithResource("events"), kind: "Event", singular: "event",
-			namespaced: true, shortNames: []string{"ev"},
-			newObject:     func() runtime.Object { return &corev1.Event{} },
-			newList:       func() runtime.Object { return &corev1.EventList{} },
-			nameValidator: apimachineryvalidation.NameIsDNSSubdomain,
-			defaults:      func(obj runtime.Object) { kinds.DefaultEvent(obj.(*corev1.Event)) },
-			validate: func(obj, old runtime.Object) field.ErrorList {
-				var o *corev1.Event
-				if old != nil {
-					o = old.(*corev1.Event)
-				}
-				return kinds.ValidateEvent(obj.(*corev1.Event), o)
-			},
-			fields: func(obj runtime.Object) fields.Set { return kinds.EventFields(obj.(*corev1.Event)) },
-		},
+		coreEvents,
+		eventsV1,
 		{
 			gvr: apps.WithResource("deployments"), kind: "Deployment", singular: "deployment",
 			namespaced: true, shortNames: []string{"deploy"}, categories: []string{"all"},
@@ -222,4 +226,31 @@ func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
 		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
+}
+
+// eventsResource serves events.k8s.io/v1 Events from the core/v1 Events
+// they are stored as, as kube-apiserver does: one set of events, two APIs.
+func eventsResource(coreEvents *resource) *resource {
+	toCore := func(obj runtime.Object) *corev1.Event {
+		if obj == nil {
+			return nil
+		}
+		return kinds.EventToV1(obj.(*eventsv1.Event))
+	}
+	return &resource{
+		gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event",
+		namespaced: true, shortNames: []string{"ev"},
+		newObject:     func() runtime.Object { return &eventsv1.Event{} },
+		newList:       func() runtime.Object { return &eventsv1.EventList{} },
+		nameValidator: apimachineryvalidation.NameIsDNSSubdomain,
+		validate: func(obj, old runtime.Object) field.ErrorList {
+			return kinds.ValidateEvent(toCore(obj), toCore(old))
+		},
+		fields: func(obj runtime.Object) fields.Set { return kinds.EventFields(toCore(obj)) },
+		view: &storageView{
+			stored:     coreEvents,
+			toStored:   func(obj runtime.Object) runtime.Object { return toCore(obj) },
+			fromStored: func(obj runtime.Object) runtime.Object { return kinds.EventFromV1(obj.(*corev1.Event)) },
+		},
+	}
 }

@@ -158,8 +158,8 @@ func userFrom(ctx context.Context) user.Info {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	obj := q.res.newObject()
-	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
+	obj, err := s.load(r.Context(), q, q.name)
+	if err != nil {
 		s.respond.error(w, r, q.storageError(err, q.name))
 		return
 	}
@@ -237,7 +237,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restReq
 		return
 	}
 	if !dry {
-		if err := s.store.Create(ctx, q.res.groupResource(), q.key(accessor.GetName()), obj); err != nil {
+		if err := s.save(ctx, q, accessor.GetName(), 0, obj); err != nil {
 			s.respond.error(w, r, q.storageError(err, accessor.GetName()))
 			return
 		}

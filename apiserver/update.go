@@ -95,8 +95,8 @@ func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *rest
 	}
 	gr := q.res.groupResource()
 	for attempt := 1; ; attempt++ {
-		old := q.res.newObject()
-		if err := s.store.Get(ctx, gr, q.key(q.name), old); err != nil {
+		old, err := s.load(ctx, q, q.name)
+		if err != nil {
 			s.respond.error(w, r, q.storageError(err, q.name))
 			return
 		}
@@ -169,7 +169,7 @@ func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *rest
 			// The last finalizer is gone: the deletion completes.
 			err = s.deleteStored(ctx, q, q.name, rev)
 		} else {
-			err = s.store.Update(ctx, gr, q.key(q.name), rev, next)
+			err = s.save(ctx, q, q.name, rev, next)
 		}
 		if errors.Is(err, storage.ErrConflict) && wantRV == "" && attempt < maxUpdateAttempts {
 			continue

@@ -165,7 +165,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		return
 	}
 	defer s.watches.release(user)
-	cache := s.caches[q.res.groupResource()]
+	cache := s.cache(q)
 	prefix := storage.ListPrefix(q.res.groupResource(), q.namespace)
 	if q.name != "" {
 		prefix = q.key(q.name)
@@ -289,6 +289,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			if !ok {
 				return
 			}
+			ev.Object, ev.PrevObject = q.served(ev.Object), q.served(ev.PrevObject)
 			typ, obj := filterEvent(sel, ev)
 			if obj != nil {
 				if send(typ, obj) != nil {
