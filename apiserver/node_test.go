@@ -1,8 +1,11 @@
 package apiserver
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,5 +84,38 @@ func TestNodeAuthorizerAndRestriction(t *testing.T) {
 	impostor := ts.clientset(t, &identity{user: "system:node:n1"})
 	if _, err := impostor.CoreV1().Secrets("default").Get(ctx, "s1", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("system:node:n1 without system:nodes: %v, want Forbidden", err)
+	}
+}
+
+// A node gets tokens only bound to its own pods.
+func TestNodeTokenRequestsAreRestricted(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p1"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n1 := ts.clientset(t, &identity{user: "system:node:n1", groups: []string{"system:nodes"}})
+	unbound := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"anything"}}}
+	eventually(t, "the node authorizer sees the pod", func() error {
+		_, err := n1.CoreV1().ServiceAccounts("default").CreateToken(ctx, "app", unbound, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "not bound to a pod") {
+			return nil
+		}
+		return fmt.Errorf("unbound token for a node: %v, want Forbidden by NodeRestriction", err)
+	})
+	bound := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p1", UID: p.UID}}}
+	if _, err := n1.CoreV1().ServiceAccounts("default").CreateToken(ctx, "app", bound, metav1.CreateOptions{}); err != nil {
+		t.Errorf("token bound to the node's own pod: %v", err)
 	}
 }

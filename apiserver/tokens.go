@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
@@ -94,6 +96,21 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 		return
 	}
 	tr := obj.(*authenticationv1.TokenRequest)
+	if tr.Spec.ExpirationSeconds != nil && (*tr.Spec.ExpirationSeconds < 0 || *tr.Spec.ExpirationSeconds > math.MaxUint32) {
+		s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), *tr.Spec.ExpirationSeconds, "out of range")}))
+		return
+	}
+	// A token request is admitted like any create: NodeRestriction, for
+	// one, limits what a node may ask for.
+	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, &metav1.CreateOptions{}, false, userFrom(ctx))
+	if err := s.admit(ctx, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if err := s.validateAdmission(ctx, attrs); err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	expiration := DefaultTokenExpiration

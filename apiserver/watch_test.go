@@ -3,11 +3,15 @@ package apiserver
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -192,5 +196,46 @@ func TestInformerSyncsAndFollows(t *testing.T) {
 		case <-deadline:
 			t.Fatal("informer did not see the new namespace")
 		}
+	}
+}
+
+// A watch allowed for one object by resourceNames streams that object only,
+// not others whose names begin with its name.
+func TestWatchOfOneObjectIsExact(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for _, n := range []string{"db", "db-admin"} {
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "db-only"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"db"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gina-db"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "db-only"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "gina"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gina := ts.httpClient(t, &identity{user: "gina"})
+	var resp *http.Response
+	eventually(t, "gina may watch db", func() error {
+		var err error
+		resp, err = gina.Get(ts.url + "/api/v1/watch/namespaces/default/secrets/db?timeoutSeconds=2")
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+	defer resp.Body.Close()
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-two"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `"name":"db"`) || strings.Contains(string(body), "db-admin") || strings.Contains(string(body), "db-two") {
+		t.Errorf("the watch of db streamed %s", body)
 	}
 }

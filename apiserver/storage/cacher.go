@@ -446,7 +446,7 @@ func (w *Watcher) Events() <-chan Event { return w.ch }
 // send queues ev without blocking the cache; a watcher whose buffer is full
 // is stopped, and its client must watch again. Called with c.mu held.
 func (w *Watcher) send(ev Event) {
-	if len(ev.Key) < len(w.prefix) || ev.Key[:len(w.prefix)] != w.prefix {
+	if !keyMatches(ev.Key, w.prefix) {
 		return
 	}
 	select {
@@ -492,7 +492,7 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int
 	if rev == 0 {
 		start = c.rev
 		for key, obj := range c.objects {
-			if len(key) >= len(prefix) && key[:len(prefix)] == prefix {
+			if keyMatches(key, prefix) {
 				initial = append(initial, Event{Type: watch.Added, Key: key, Object: obj, Rev: c.rev})
 			}
 		}
@@ -526,4 +526,15 @@ func (c *Cacher) Revision() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.rev
+}
+
+// keyMatches reports whether key is selected by a watch of prefix: a
+// prefix ending in "/" selects the keys below it, any other is one key
+// exactly, so a watch of one object never sees another whose name it
+// begins.
+func keyMatches(key, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(key, prefix)
+	}
+	return key == prefix
 }

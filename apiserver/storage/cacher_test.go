@@ -151,3 +151,32 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// A watch of one object never sees another whose name starts with it.
+func TestCacherWatchOfOneKeyIsExact(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	createCM(t, s, "a", "db")
+	createCM(t, s, "a", "db-admin")
+	c := startCacher(t, s, 100)
+	w, _, err := c.Watch(ctx, storage.Key(configmaps, "a", "db"), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := next(t, w); name(ev) != "db" {
+		t.Fatalf("initial event for %s", name(ev))
+	}
+	createCM(t, s, "a", "db-two")
+	createCM(t, s, "a", "dc")
+	cm := createCM(t, s, "b", "x")
+	rev, _ := storage.ParseResourceVersion(cm.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "b", "x"), rev); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.Events():
+		t.Errorf("the watch of db saw %s", name(ev))
+	default:
+	}
+}
