@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -77,5 +78,24 @@ func TestRBACEscalationIsRefused(t *testing.T) {
 	rules, err := dana.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "team"}}, metav1.CreateOptions{})
 	if err != nil || len(rules.Status.ResourceRules) == 0 || rules.Status.Incomplete {
 		t.Errorf("dana's rules review: %+v %v", rules, err)
+	}
+}
+
+// A role that spells out millions of permissions is refused before any
+// escalation check expands it.
+func TestHugeRolesAreRefused(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	many := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return out
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Rules: []rbacv1.PolicyRule{{Verbs: many("v", 200), APIGroups: many("g", 200), Resources: many("r", 200)}}}
+	if _, err := cs.RbacV1().Roles("default").Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("a role of 8,000,000 permissions: %v, want Invalid", err)
 	}
 }

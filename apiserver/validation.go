@@ -107,8 +107,25 @@ func validateSecret(obj, old runtime.Object) field.ErrorList {
 	return errs
 }
 
+// maxRulePermissions bounds the single permissions (verbs × groups ×
+// resources × names, or verbs × URLs) a role's rules spell out: escalation
+// checks expand them, so an unbounded role would be a way to make the
+// server work without end.
+const maxRulePermissions = 100000
+
 func validateRules(rules []rbacv1.PolicyRule, namespaced bool, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	total := 0
+	for _, r := range rules {
+		n := max(len(r.Verbs), 1) * max(len(r.APIGroups), 1) * max(len(r.Resources), 1) * max(len(r.ResourceNames), 1)
+		if len(r.NonResourceURLs) > 0 {
+			n = max(len(r.Verbs), 1) * len(r.NonResourceURLs)
+		}
+		if total += n; total > maxRulePermissions {
+			errs = append(errs, field.TooMany(fld, total, maxRulePermissions))
+			return errs
+		}
+	}
 	for i, r := range rules {
 		p := fld.Index(i)
 		if len(r.Verbs) == 0 {

@@ -60,8 +60,12 @@ type escalationError struct {
 
 func (e *escalationError) Error() string {
 	var b strings.Builder
+	described := describeRules(e.missing)
+	if len(described) > maxDescribedRules {
+		described = append(described[:maxDescribedRules], fmt.Sprintf("... and %d more", len(described)-maxDescribedRules))
+	}
 	fmt.Fprintf(&b, "user %q (groups=%q) is attempting to grant RBAC permissions not currently held:\n%s",
-		e.name, e.groups, strings.Join(describeRules(e.missing), "\n"))
+		e.name, e.groups, strings.Join(described, "\n"))
 	if e.lookupErr != nil {
 		b.WriteString("\n(some of the user's RBAC bindings or roles could not be read, so it may hold more than this shows)")
 	}
@@ -84,6 +88,10 @@ func uncovered(held, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	}
 	return missing
 }
+
+// maxDescribedRules bounds the missing permissions an escalation error
+// lists: the message goes to the client.
+const maxDescribedRules = 50
 
 // forEachPermission calls f with every single permission rule grants, as a
 // request whose fields may hold the rule's wildcards literally. A rule
