@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
 )
@@ -117,10 +119,18 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			return
 		}
 	}
+	conditional := setsResourceVersion(p.contentType, p.body)
 	build := func(old runtime.Object) (runtime.Object, error) {
 		patched, err := m.Apply(old, p.contentType, p.body, p.fieldManager, r.UserAgent(), p.force)
 		if err != nil {
 			return nil, err
+		}
+		if !conditional {
+			// A patch that names no resourceVersion applies to whatever
+			// is stored, retried if the object changes meanwhile.
+			if accessor, err := meta.Accessor(patched); err == nil {
+				accessor.SetResourceVersion("")
+			}
 		}
 		if q.subresource == "status" {
 			// Only the status of the patched object is taken.
@@ -210,4 +220,33 @@ func patchScaleObject(current *autoscalingv1.Scale, p *patchRequest) (*autoscali
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
 	}
 	return scale, nil
+}
+
+// setsResourceVersion reports whether a patch names a resourceVersion,
+// which makes it a precondition. A body it cannot read is treated as
+// naming one: the patch then fails or holds to the stored version.
+func setsResourceVersion(contentType string, body []byte) bool {
+	if contentType == patch.Types[0] {
+		var ops []struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(body, &ops); err != nil {
+			return true
+		}
+		for _, op := range ops {
+			if strings.HasPrefix(op.Path, "/metadata/resourceVersion") || op.Path == "/metadata" || op.Path == "" {
+				return true
+			}
+		}
+		return false
+	}
+	var doc struct {
+		Metadata *struct {
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return true
+	}
+	return doc.Metadata != nil && doc.Metadata.ResourceVersion != nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-// maxUpdateAttempts bounds retries of an unconditional update that races
-// with other writers.
+// maxUpdateAttempts bounds retries of a server-side reconciliation that
+// races with other writers.
 const maxUpdateAttempts = 5
 
 // buildFunc makes the object an update would store from the stored one.
@@ -94,7 +94,7 @@ func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *rest
 		return
 	}
 	gr := q.res.groupResource()
-	for attempt := 1; ; attempt++ {
+	for {
 		old, err := s.load(ctx, q, q.name)
 		if err != nil {
 			s.respond.error(w, r, q.storageError(err, q.name))
@@ -171,7 +171,10 @@ func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *rest
 		} else {
 			err = s.save(ctx, q, q.name, rev, next)
 		}
-		if errors.Is(err, storage.ErrConflict) && wantRV == "" && attempt < maxUpdateAttempts {
+		if errors.Is(err, storage.ErrConflict) && wantRV == "" && ctx.Err() == nil {
+			// Unconditional: read the newer object and try again, as
+			// kube-apiserver's GuaranteedUpdate, until the request's
+			// deadline.
 			continue
 		}
 		if err != nil {
