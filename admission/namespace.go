@@ -63,7 +63,9 @@ func (l *NamespaceLifecycle) Validate(ctx context.Context, a admission.Attribute
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.GetNamespace())
 		}
-		return apierrors.NewInternalError(fmt.Errorf("namespace lifecycle admission: %w", err))
+		// Not an API error: the server logs the cause and answers a
+		// generic 500, keeping the cause from the client.
+		return fmt.Errorf("namespace lifecycle admission: %w", err)
 	}
 	if a.GetOperation() == admission.Create && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating) {
 		err := admission.NewForbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.GetNamespace()))

@@ -362,7 +362,9 @@ func (p *NodeRestriction) getPod(ctx context.Context, namespace, name string) (*
 	case apierrors.IsNotFound(err):
 		return nil, err
 	case err != nil:
-		return nil, apierrors.NewInternalError(fmt.Errorf("node restriction admission: %w", err))
+		// Not an API error: the server logs the cause and answers a
+		// generic 500.
+		return nil, fmt.Errorf("node restriction admission: %w", err)
 	case pod == nil:
 		return nil, apierrors.NewNotFound(podsResource, name)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -99,7 +98,9 @@ func (p *RBACEscalation) checkBinding(ctx context.Context, a admission.Attribute
 	}
 	rules, err := p.checker.ResolveRoleRef(ctx, ns, ref)
 	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("rbac escalation admission: %w", err))
+		// Not an API error: the server logs the cause and answers a
+		// generic 500.
+		return fmt.Errorf("rbac escalation admission: %w", err)
 	}
 	if rules == nil {
 		// A binding to a role that does not exist would grant whatever

@@ -65,13 +65,35 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, name string, opt
 		return nil, err
 	}
 	rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-	if oldAccessor.GetDeletionTimestamp() != nil {
-		// Being deleted already; it goes when its finalizers are done.
-		return old, nil
-	}
 	var grace int64
 	if q.res.gracePeriod != nil {
 		grace = q.res.gracePeriod(old, opts)
+	}
+	if oldAccessor.GetDeletionTimestamp() != nil {
+		// Being deleted already. A shorter grace period shortens the
+		// wait (kubectl delete --grace-period=0, a node agent done with
+		// the pod); otherwise it goes when its finalizers are done.
+		current := oldAccessor.GetDeletionGracePeriodSeconds()
+		if current == nil || grace >= *current {
+			return old, nil
+		}
+		if grace == 0 && len(oldAccessor.GetFinalizers()) == 0 {
+			if !dry {
+				if err := s.deleteStored(ctx, q, name, rev); err != nil {
+					return nil, q.storageError(err, name)
+				}
+			}
+			return deletedStatus(q, name, oldAccessor), nil
+		}
+		at := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		oldAccessor.SetDeletionTimestamp(&at)
+		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
+		if !dry {
+			if err := s.save(ctx, q, name, rev, old); err != nil {
+				return nil, q.storageError(err, name)
+			}
+		}
+		return old, nil
 	}
 	if len(oldAccessor.GetFinalizers()) > 0 || grace > 0 {
 		// Graceful deletion: mark the object; its finalizers (or the node
@@ -94,15 +116,20 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, name string, opt
 			return nil, q.storageError(err, name)
 		}
 	}
+	return deletedStatus(q, name, oldAccessor), nil
+}
+
+// deletedStatus is the answer to a delete that removed the object.
+func deletedStatus(q *restRequest, name string, accessor metav1.Object) *metav1.Status {
 	return &metav1.Status{
 		Status: metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
 			Name:  name,
 			Group: q.res.gvr.Group,
 			Kind:  q.res.gvr.Resource,
-			UID:   oldAccessor.GetUID(),
+			UID:   accessor.GetUID(),
 		},
-	}, nil
+	}
 }
 
 // deleteCollection deletes every object the selectors match, one by one,

@@ -62,6 +62,10 @@ func TestPodLifecycle(t *testing.T) {
 	if err := pods.Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
+	// A delete with no grace period finishes the terminating pod.
+	if _, err := pods.Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("terminating pod after a delete with grace 0: %v, want NotFound", err)
+	}
 	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "loose"}, Spec: pod.Spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,9 @@ func TestLeaderElection(t *testing.T) {
 	}
 	waitFor(1)
 	go run(ctxB, "b")
-	time.Sleep(time.Second) // b must not lead while a renews.
+	// b must not lead while a renews: give it longer than a lease
+	// lasts, so that a lease a failed to renew would pass to b.
+	time.Sleep(3 * time.Second)
 	mu.Lock()
 	if len(leaders) != 1 {
 		t.Errorf("leaders %v while a leads, want only a", leaders)
