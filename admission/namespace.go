@@ -12,8 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// ImmortalNamespaces may never be deleted.
-var ImmortalNamespaces = []string{"default", "kube-system", "kube-public"}
+// immortalNamespaces may never be deleted.
+func immortalNamespaces() []string { return []string{"default", "kube-system", "kube-public"} }
 
 // NamespaceGetter reads a namespace; a missing one is an API NotFound error.
 type NamespaceGetter interface {
@@ -47,7 +47,7 @@ var namespaceKind = schema.GroupKind{Kind: "Namespace"}
 func (l *NamespaceLifecycle) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetKind().GroupKind() == namespaceKind {
 		if a.GetOperation() == admission.Delete && a.GetSubresource() == "" {
-			for _, name := range ImmortalNamespaces {
+			for _, name := range immortalNamespaces() {
 				if a.GetName() == name {
 					return admission.NewForbidden(a, errors.New("this namespace may not be deleted"))
 				}

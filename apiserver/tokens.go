@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
@@ -202,7 +203,11 @@ func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Obj
 	if r.Spec.Token == "" {
 		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenReview").GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
-	resp, ok, err := s.tokenAuthn.AuthenticateToken(ctx, r.Spec.Token)
+	reviewCtx := ctx
+	if len(r.Spec.Audiences) > 0 {
+		reviewCtx = authenticator.WithAudiences(ctx, r.Spec.Audiences)
+	}
+	resp, ok, err := s.tokenAuthn.AuthenticateToken(reviewCtx, r.Spec.Token)
 	// The token is not echoed back.
 	r.Spec.Token = ""
 	if err != nil || !ok {

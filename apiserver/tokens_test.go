@@ -144,3 +144,39 @@ func hs256(signingInput string, key []byte) string {
 	m.Write([]byte(signingInput))
 	return signingInput + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
+
+// A TokenReview for another audience checks the token against it.
+func TestTokenReviewForOtherAudiences(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "vault-client"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "vault-client", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func(auds []string) bool {
+		r, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token, Audiences: auds}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status.Authenticated
+	}
+	if !review([]string{"vault"}) {
+		t.Error("a vault token reviewed for vault was refused")
+	}
+	if review(nil) {
+		t.Error("a vault token reviewed for the API server was accepted")
+	}
+	if review([]string{"other"}) {
+		t.Error("a vault token reviewed for another audience was accepted")
+	}
+	// And it never authenticates to the API server itself.
+	cfg := ts.restConfig(t, nil)
+	cfg.BearerToken = tr.Status.Token
+	if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("a vault token used on the API server: %v, want Unauthorized", err)
+	}
+}

@@ -198,7 +198,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		}
 		from = 0
 	}
-	watcher, startRev, err := cache.Watch(ctx, prefix, from, watchBuffer)
+	// A cache that is not following etcd may become ready; wait for it
+	// briefly, not for as long as the client stays.
+	readyCtx, cancelReady := context.WithTimeout(ctx, 5*time.Second)
+	watcher, startRev, err := cache.Watch(readyCtx, prefix, from, watchBuffer)
+	cancelReady()
 	if errors.Is(err, storage.ErrExpired) {
 		s.respond.error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
 		return

@@ -34,11 +34,13 @@ type Identity struct {
 	Groups []string
 }
 
-// Identities are the kubeconfigs Init writes.
-var Identities = []Identity{
-	{File: "admin", User: "admin", Groups: []string{rbac.ClusterAdminsGroup}},
-	{File: "scheduler", User: rbac.SchedulerUser},
-	{File: "controller-manager", User: rbac.ControllerManagerUser},
+// Identities are the kubeconfigs Init writes, a fresh list each call.
+func Identities() []Identity {
+	return []Identity{
+		{File: "admin", User: "admin", Groups: []string{rbac.ClusterAdminsGroup}},
+		{File: "scheduler", User: rbac.SchedulerUser},
+		{File: "controller-manager", User: rbac.ControllerManagerUser},
+	}
 }
 
 // Init creates what is missing of the data directory and keeps what
@@ -73,7 +75,7 @@ func Init(o Options) ([]string, error) {
 	for _, f := range tree.Created {
 		changed = append(changed, filepath.Join("pki", f))
 	}
-	for _, id := range Identities {
+	for _, id := range Identities() {
 		did, err := ensureKubeconfig(l.Kubeconfig(id.File), tree.ClusterCA, id, o)
 		if err != nil {
 			return nil, err

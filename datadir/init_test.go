@@ -46,7 +46,7 @@ func TestInitWritesEverythingOnceAndKeepsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range Identities {
+	for _, id := range Identities() {
 		cfg, err := clientcmd.LoadFromFile(l.Kubeconfig(id.File))
 		if err != nil {
 			t.Fatal(err)

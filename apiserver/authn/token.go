@@ -55,10 +55,18 @@ func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		return nil, false, nil
 	}
 	now := a.now()
+	// A TokenReview may ask for other audiences than the API server's.
+	audiences := a.audiences
+	if auds, ok := authenticator.AudiencesFrom(ctx); ok && len(auds) > 0 {
+		audiences = auds
+	}
 	key := sha256.Sum256([]byte(token))
 	claims, ok := a.cache.get(key, now)
+	if ok && !sharesAudience(claims.Audiences, audiences) {
+		ok = false
+	}
 	if !ok {
-		c, err := a.verifier.Verify(token, a.audiences, now)
+		c, err := a.verifier.Verify(token, audiences, now)
 		if err != nil {
 			return nil, false, fmt.Errorf("service account token: %w", err)
 		}
@@ -143,3 +151,14 @@ func (c *tokenCache) put(key [32]byte, claims *serviceaccount.Claims) {
 }
 
 var errNoVerifier = errors.New("service account tokens: verifier is not set")
+
+func sharesAudience(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
