@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -34,6 +35,9 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	if b.Target.Name == "" {
 		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
 	}
+	// The binding's annotations land on the pod: they get the pod's
+	// metadata rules.
+	errs = append(errs, apimachineryvalidation.ValidateAnnotations(b.Annotations, field.NewPath("metadata", "annotations"))...)
 	if len(errs) > 0 {
 		s.respond.error(w, r, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), b.Name, errs))
 		return
