@@ -166,6 +166,7 @@ type Server struct {
 	etcd               *clientv3.Client
 	caches             map[schema.GroupResource]*storage.Cacher
 	watches            *watchCounter
+	encodings          *encodingCache
 	requestTimeout     time.Duration
 }
 
@@ -267,6 +268,7 @@ func New(c Config) (*Server, error) {
 			inFlight:     make(chan struct{}, c.MaxRequestsInFlight),
 		},
 		watches:        &watchCounter{max: c.MaxWatchesPerUser, byUser: map[string]int{}},
+		encodings:      newEncodingCache(4096),
 		etcd:           c.Etcd,
 		caches:         caches,
 		requestTimeout: c.RequestTimeout,

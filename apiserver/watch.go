@@ -219,31 +219,51 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx, cancel := context.WithTimeout(ctx, opts.timeout)
 	defer cancel()
 
-	framer := info.StreamSerializer.Framer.NewFrameWriter(w)
 	outer := info.StreamSerializer.Serializer
-	var buf bytes.Buffer
 	headersSent := false
-	send := func(typ watch.EventType, obj runtime.Object) error {
-		isTable := mediaOpts.Convert != nil && mediaOpts.Convert.Kind == "Table"
-		if typ != watch.Bookmark || !isTable {
-			// A Table watch gets one Table of one row per event, with
-			// the column definitions in the first only.
-			var err error
-			if obj, err = transform(r, mediaOpts, obj, isTable && headersSent); err != nil {
-				return err
-			}
-			headersSent = true
-		}
+	// encodeEvent writes one framed WatchEvent into a buffer.
+	encodeEvent := func(typ watch.EventType, obj runtime.Object) ([]byte, error) {
 		gvks, _, err := s.scheme.ObjectKinds(obj)
+		if err != nil {
+			return nil, err
+		}
+		var embedded bytes.Buffer
+		if err := s.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &embedded); err != nil {
+			return nil, err
+		}
+		var frame bytes.Buffer
+		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: embedded.Bytes()}}
+		if err := outer.Encode(ev, info.StreamSerializer.Framer.NewFrameWriter(&frame)); err != nil {
+			return nil, err
+		}
+		return frame.Bytes(), nil
+	}
+	send := func(typ watch.EventType, obj runtime.Object) error {
+		var frame []byte
+		var err error
+		switch {
+		case mediaOpts.Convert == nil && typ != watch.Bookmark:
+			// Every watcher of an event in this format sends the same
+			// bytes: encode them once.
+			frame, err = s.encodings.get(obj, string(typ), info.MediaType, func() ([]byte, error) { return encodeEvent(typ, obj) })
+		case mediaOpts.Convert == nil:
+			frame, err = encodeEvent(typ, obj)
+		default:
+			isTable := mediaOpts.Convert.Kind == "Table"
+			if typ != watch.Bookmark || !isTable {
+				// A Table watch gets one Table of one row per event,
+				// with the column definitions in the first only.
+				if obj, err = transform(r, mediaOpts, obj, isTable && headersSent); err != nil {
+					return err
+				}
+				headersSent = true
+			}
+			frame, err = encodeEvent(typ, obj)
+		}
 		if err != nil {
 			return err
 		}
-		buf.Reset()
-		if err := s.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &buf); err != nil {
-			return err
-		}
-		ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: buf.Bytes()}}
-		if err := outer.Encode(ev, framer); err != nil {
+		if _, err := w.Write(frame); err != nil {
 			return err
 		}
 		return rc.Flush()
@@ -369,4 +389,51 @@ func (c *watchCounter) release(user string) {
 	if c.byUser[user]--; c.byUser[user] <= 0 {
 		delete(c.byUser, user)
 	}
+}
+
+// encodingCache remembers the framed watch events last encoded, by object,
+// event type and format, so that the watchers of one event share one
+// encoding. Objects from the watch caches are never modified, so an entry
+// stays right while it lives. It holds at most max entries, dropping the
+// oldest.
+type encodingCache struct {
+	max     int
+	mu      sync.Mutex // guards entries and order
+	entries map[encodingKey][]byte
+	order   []encodingKey
+}
+
+type encodingKey struct {
+	obj       runtime.Object
+	typ       string
+	mediaType string
+}
+
+func newEncodingCache(max int) *encodingCache {
+	return &encodingCache{max: max, entries: map[encodingKey][]byte{}}
+}
+
+func (c *encodingCache) get(obj runtime.Object, typ, mediaType string, encode func() ([]byte, error)) ([]byte, error) {
+	key := encodingKey{obj: obj, typ: typ, mediaType: mediaType}
+	c.mu.Lock()
+	if b, ok := c.entries[key]; ok {
+		c.mu.Unlock()
+		return b, nil
+	}
+	c.mu.Unlock()
+	b, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; !ok {
+		c.entries[key] = b
+		c.order = append(c.order, key)
+		if len(c.order) > c.max {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	return b, nil
 }
