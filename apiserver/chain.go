@@ -35,7 +35,7 @@ func (s *Server) pipeline() []filter {
 		{"recovery", func(h http.Handler) http.Handler { return withRecovery(h, s.logger) }},
 		{"requestinfo", func(h http.Handler) http.Handler { return withRequestInfo(h, s.requestInfo) }},
 		{"authentication", func(h http.Handler) http.Handler {
-			return withAuthentication(h, s.authn, withFailedAuthenticationAudit(s.auditor), s.logger)
+			return withAuthentication(h, s.authn, s.anonymous, withFailedAuthenticationAudit(s.auditor), s.logger)
 		}},
 		{"audit", func(h http.Handler) http.Handler { return withAudit(h, s.auditor) }},
 		{"impersonation", func(h http.Handler) http.Handler { return withImpersonation(h, s.authz, s.logger) }},

@@ -9,15 +9,27 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// publicPaths are served to callers without credentials, as
-// system:anonymous; they are still authorized and audited.
-var publicPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}
+// anonymousPolicy says which paths serve callers without credentials, as
+// system:anonymous; those requests are still authorized and audited.
+type anonymousPolicy struct {
+	// all serves every path anonymously (an AuthenticationConfiguration
+	// with anonymous enabled and no conditions).
+	all   bool
+	paths map[string]bool
+}
+
+// healthOnly is the default: the health probes alone.
+func healthOnly() *anonymousPolicy {
+	return &anonymousPolicy{paths: map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}}
+}
+
+func (p *anonymousPolicy) allows(path string) bool { return p.all || p.paths[path] }
 
 // withAuthentication establishes who is calling. A request whose
 // credential is present but invalid, or that has none outside the public
 // paths, goes to failed. The credential is removed from the request once
 // it has been checked.
-func withAuthentication(next http.Handler, auth authenticator.Request, failed http.Handler, logger *slog.Logger) http.Handler {
+func withAuthentication(next http.Handler, auth authenticator.Request, anonymous *anonymousPolicy, failed http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := auth.AuthenticateRequest(r)
 		r.Header.Del("Authorization")
@@ -32,7 +44,7 @@ func withAuthentication(next http.Handler, auth authenticator.Request, failed ht
 		switch {
 		case ok:
 			u = resp.User
-		case publicPaths[r.URL.Path]:
+		case anonymous.allows(r.URL.Path):
 			u = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 		default:
 			failed.ServeHTTP(w, r)

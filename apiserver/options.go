@@ -113,7 +113,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	oidcAuth, err := o.loadOIDC(ctx, l)
+	oidcAuth, anonymous, err := o.loadOIDC(ctx, l)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,6 +142,8 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		APIAudiences:        []string{o.ServiceAccountIssuer},
 		MaxTokenExpiration:  o.MaxTokenExpiration,
 		OIDC:                oidcAuth,
+		AnonymousAll:        anonymous.all,
+		AnonymousPaths:      anonymous.paths,
 		RequestTimeout:      o.RequestTimeout,
 		EtcdTimeout:         DefaultEtcdTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
@@ -178,20 +180,29 @@ func LoadServiceAccountKeys(pkiDir, issuer string) (*serviceaccount.Issuer, *ser
 // loadOIDC reads and validates the AuthenticationConfiguration, if any, and
 // builds its authenticator, which waits for each issuer's discovery. A bad
 // file or an unreachable issuer stops the start.
-func (o *Options) loadOIDC(ctx context.Context, l datadir.Layout) (authenticator.Token, error) {
+func (o *Options) loadOIDC(ctx context.Context, l datadir.Layout) (authenticator.Token, anonymousConfig, error) {
 	path := o.AuthenticationConfig
 	if path == "" {
 		path = filepath.Join(l.Dir, "authentication-config.yaml")
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+			return nil, anonymousConfig{}, nil
 		}
 	}
 	cfg, err := oidc.Load(path, []string{o.ServiceAccountIssuer})
 	if err != nil {
-		return nil, err
+		return nil, anonymousConfig{}, err
 	}
+	var anonymous anonymousConfig
 	if cfg.AnonymousEnabled {
-		return nil, fmt.Errorf("%s: anonymous access beyond the health probes is not supported", path)
+		anonymous = anonymousConfig{all: len(cfg.AnonymousPaths) == 0, paths: cfg.AnonymousPaths}
 	}
-	return cfg.Authenticator(ctx)
+	tok, err := cfg.Authenticator(ctx)
+	return tok, anonymous, err
+}
+
+// anonymousConfig is the anonymous block of the AuthenticationConfiguration;
+// its zero value keeps the default, the health probes alone.
+type anonymousConfig struct {
+	all   bool
+	paths []string
 }

@@ -64,6 +64,11 @@ type Config struct {
 	// OIDC authenticates ID tokens from the AuthenticationConfiguration's
 	// issuers; nil when there is none.
 	OIDC authenticator.Token
+	// AnonymousPaths, when set, are the paths served without credentials
+	// instead of the health probes; AnonymousAll serves every path so.
+	// Both come from the AuthenticationConfiguration's anonymous block.
+	AnonymousPaths []string
+	AnonymousAll   bool
 	// RequestTimeout bounds each request; EtcdTimeout each etcd call.
 	RequestTimeout time.Duration
 	EtcdTimeout    time.Duration
@@ -166,6 +171,7 @@ type Server struct {
 	etcd               *clientv3.Client
 	caches             map[schema.GroupResource]*storage.Cacher
 	watches            *watchCounter
+	anonymous          *anonymousPolicy
 	encodings          *encodingCache
 	requestTimeout     time.Duration
 }
@@ -272,6 +278,15 @@ func New(c Config) (*Server, error) {
 		etcd:           c.Etcd,
 		caches:         caches,
 		requestTimeout: c.RequestTimeout,
+	}
+	s.anonymous = healthOnly()
+	if c.AnonymousAll {
+		s.anonymous = &anonymousPolicy{all: true}
+	} else if len(c.AnonymousPaths) > 0 {
+		s.anonymous = &anonymousPolicy{paths: map[string]bool{}}
+		for _, p := range c.AnonymousPaths {
+			s.anonymous.paths[p] = true
+		}
 	}
 	s.respond = &responder{scheme: scheme, codecs: s.codecs, logger: c.Logger}
 	s.tlsConfig = &tls.Config{

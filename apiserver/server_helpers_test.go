@@ -111,7 +111,8 @@ func startServer(t testing.TB, opts ...serverOption) *testServer {
 
 func (ts *testServer) waitReady(t testing.TB) {
 	t.Helper()
-	c := ts.httpClient(t, nil)
+	// As admin: the anonymous paths depend on the configuration.
+	c := ts.httpClient(t, admin)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := c.Get(ts.url + "/readyz")
