@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
@@ -29,7 +28,8 @@ const autoupdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
 // reconcile restores what a stored bootstrap ClusterRole or
 // ClusterRoleBinding lacks of its bootstrap form: missing rules and
 // subjects come back, additions stay, as kube-apiserver reconciles its
-// policy at start.
+// policy at start. What is missing is decided by rbac.Uncovered, the
+// authorizer's own matching.
 func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want runtime.Object) (bool, error) {
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		var stored runtime.Object
@@ -54,7 +54,7 @@ func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want ru
 		switch w := want.(type) {
 		case *rbacv1.ClusterRole:
 			role := stored.(*rbacv1.ClusterRole)
-			if covered, missing := rbacvalidation.Covers(role.Rules, w.Rules); !covered {
+			if missing := rbac.Uncovered(role.Rules, w.Rules); len(missing) > 0 {
 				role.Rules = append(role.Rules, missing...)
 				changed = true
 			}

@@ -404,7 +404,7 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 			if role == nil || role.AggregationRule == nil {
 				t.Fatalf("ClusterRole %s: got %+v, want an aggregated role", tt.role, role)
 			}
-			if missing := uncovered(role.Rules, tt.holds); len(missing) > 0 {
+			if missing := Uncovered(role.Rules, tt.holds); len(missing) > 0 {
 				t.Errorf("missing: got %q, want none", describeRules(missing))
 			}
 			for _, lack := range tt.lacks {
@@ -436,7 +436,7 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 
 	// Each level holds the one below.
 	for _, pair := range [][2]string{{"edit", "view"}, {"admin", "edit"}} {
-		if missing := uncovered(byName[pair[0]].Rules, byName[pair[1]].Rules); len(missing) > 0 {
+		if missing := Uncovered(byName[pair[0]].Rules, byName[pair[1]].Rules); len(missing) > 0 {
 			t.Errorf("%s lacks %q of %s; want it to hold all of %[3]s", pair[0], describeRules(missing), pair[1])
 		}
 	}

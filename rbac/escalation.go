@@ -43,7 +43,7 @@ func (a *Authorizer) ConfirmNoEscalation(ctx context.Context, u user.Info, names
 		return errors.New("rbac: no user")
 	}
 	held, _, lookupErr := a.RulesFor(ctx, u, namespace)
-	missing := uncovered(held, rules)
+	missing := Uncovered(held, rules)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -75,9 +75,11 @@ func (e *escalationError) Error() string {
 // Unwrap returns the failure to read the user's RBAC objects, if any.
 func (e *escalationError) Unwrap() error { return e.lookupErr }
 
-// uncovered returns the single permissions of rules that no rule of held
-// allows, in the order of rules.
-func uncovered(held, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+// Uncovered returns the single permissions of rules that no rule of held
+// allows, in the order of rules, matched exactly as the Authorizer matches
+// requests: what reconciling a role must add back, or what a writer lacks
+// to grant rules.
+func Uncovered(held, rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 	var missing []rbacv1.PolicyRule
 	for i := range rules {
 		forEachPermission(&rules[i], func(p request) {

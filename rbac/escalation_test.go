@@ -129,7 +129,7 @@ func TestUncovered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describeRules(uncovered(tt.held, tt.grant))
+			got := describeRules(Uncovered(tt.held, tt.grant))
 			if len(got) == 0 {
 				got = nil
 			}
