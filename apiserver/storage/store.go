@@ -147,28 +147,6 @@ func (s *Store) Get(ctx context.Context, gr schema.GroupResource, key string, in
 	return s.decode(ctx, gr, key, kv.Value, kv.ModRevision, into)
 }
 
-// List reads every object under prefix, calling newItem for a fresh object
-// to decode each into and add for each decoded one, in key order. It
-// returns the etcd revision the list was read at.
-func (s *Store) List(ctx context.Context, gr schema.GroupResource, prefix string, newItem func() runtime.Object, add func(runtime.Object) error) (int64, error) {
-	ctx, cancel := s.withTimeout(ctx)
-	defer cancel()
-	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix())
-	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	for _, kv := range resp.Kvs {
-		item := newItem()
-		if err := s.decode(ctx, gr, string(kv.Key), kv.Value, kv.ModRevision, item); err != nil {
-			return 0, err
-		}
-		if err := add(item); err != nil {
-			return 0, err
-		}
-	}
-	return resp.Header.Revision, nil
-}
-
 // Page is one page of a paged list.
 type Page struct {
 	// Rev is the revision the whole list is read at.

@@ -108,7 +108,7 @@ func TestListAndPrefixDelete(t *testing.T) {
 	}
 	count := func(prefix string) int {
 		n := 0
-		_, err := s.List(ctx, configmaps, prefix, func() runtime.Object { return &corev1.ConfigMap{} }, func(runtime.Object) error { n++; return nil })
+		_, err := s.ListPage(ctx, configmaps, prefix, prefix, 0, 0, func() runtime.Object { return &corev1.ConfigMap{} }, func(runtime.Object) error { n++; return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
