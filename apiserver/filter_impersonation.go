@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -103,21 +104,12 @@ func impersonationRequest(h http.Header) (*user.DefaultInfo, error) {
 		// authenticates itself.
 		u.Groups = append(u.Groups, serviceaccount.AllServiceAccountsGroup, serviceaccount.MakeNamespaceGroupName(ns))
 	}
-	if name != user.Anonymous && !contains(u.Groups, user.AllAuthenticated) {
+	if name != user.Anonymous && !slices.Contains(u.Groups, user.AllAuthenticated) {
 		u.Groups = append(u.Groups, user.AllAuthenticated)
-	} else if name == user.Anonymous && !contains(u.Groups, user.AllUnauthenticated) {
+	} else if name == user.Anonymous && !slices.Contains(u.Groups, user.AllUnauthenticated) {
 		u.Groups = append(u.Groups, user.AllUnauthenticated)
 	}
 	return u, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // impersonationCheck is one attribute the caller must be allowed to

@@ -14,8 +14,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 	ctx := testContext(t)
 	const fin = "example.com/hold"
 
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{fin}}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.CoreV1().ConfigMaps("held").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{fin}}}, metav1.CreateOptions{}); err != nil {
@@ -49,7 +48,7 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns, err = cs.CoreV1().Namespaces().Get(ctx, "held", metav1.GetOptions{})
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "held", metav1.GetOptions{})
 	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
 		t.Fatalf("namespace after delete: %+v %v, want Terminating", ns, err)
 	}

@@ -152,18 +152,14 @@ var (
 // not have it, from etcd: a namespace created a moment ago may not have
 // reached the cache yet.
 func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	key := storage.Key(namespacesGR, "", name)
-	if obj, err := cr.caches[namespacesGR].Get(ctx, key, -1); err == nil && obj != nil {
-		return obj.(*corev1.Namespace), nil
-	}
-	ns := &corev1.Namespace{}
-	if err := cr.store.Get(ctx, namespacesGR, key, ns); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, apierrors.NewNotFound(namespacesGR, name)
-		}
+	obj, err := cr.object(ctx, namespacesGR, "", name, func() runtime.Object { return &corev1.Namespace{} })
+	if err != nil {
 		return nil, err
 	}
-	return ns, nil
+	if obj == nil {
+		return nil, apierrors.NewNotFound(namespacesGR, name)
+	}
+	return obj.(*corev1.Namespace), nil
 }
 
 func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {

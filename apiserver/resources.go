@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -49,6 +50,8 @@ type resource struct {
 	// tracksGeneration: metadata.generation starts at 1 and counts changes
 	// of the spec.
 	tracksGeneration bool
+	// supportedFields are the field selector labels; see fieldLabels.
+	supportedFields map[string]bool
 	// review, when set, makes this a create-only resource that is
 	// computed, never stored.
 	review reviewFunc
@@ -107,7 +110,7 @@ func resources() []*resource {
 			prepareCreate: func(obj runtime.Object) {
 				ns := obj.(*corev1.Namespace)
 				ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-				if !hasFinalizer(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+				if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 					ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 				}
 				// Namespaces carry their name as a label, as in
@@ -227,6 +230,7 @@ func newRegistry(s *runtime.Scheme) (*registry, error) {
 		if !s.Recognizes(res.gvk()) {
 			return nil, fmt.Errorf("kind %s is not in the scheme", res.gvk())
 		}
+		res.computeFieldLabels()
 		r.byGVR[res.gvr] = res
 		r.all = append(r.all, res)
 	}
@@ -260,15 +264,6 @@ func (r *registry) namespaced() []*resource {
 	return out
 }
 
-func hasFinalizer(finalizers []corev1.FinalizerName, f corev1.FinalizerName) bool {
-	for _, x := range finalizers {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
 // objectFields are the field selector labels of obj.
 func (r *resource) objectFields(obj runtime.Object) (fields.Set, error) {
 	accessor, err := meta.Accessor(obj)
@@ -287,12 +282,14 @@ func (r *resource) objectFields(obj runtime.Object) (fields.Set, error) {
 	return set, nil
 }
 
-// fieldLabels are the field selector labels the resource supports.
-func (r *resource) fieldLabels() map[string]bool {
+// fieldLabels are the field selector labels the resource supports,
+// computed once by newRegistry.
+func (r *resource) fieldLabels() map[string]bool { return r.supportedFields }
+
+func (r *resource) computeFieldLabels() {
 	set, _ := r.objectFields(r.newObject())
-	out := map[string]bool{}
+	r.supportedFields = map[string]bool{}
 	for k := range set {
-		out[k] = true
+		r.supportedFields[k] = true
 	}
-	return out
 }
