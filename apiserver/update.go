@@ -188,8 +188,9 @@ func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *rest
 
 // validateUpdate checks an update, of the object or of its status.
 func (s *Server) validateUpdate(ctx context.Context, q *restRequest, next, old runtime.Object, attrs admission.Attributes) error {
-	if q.subresource == "binding" || q.subresource == "scale" {
-		// The server made the change from a validated Binding or Scale.
+	if q.subresource == "binding" {
+		// Binding sets spec.nodeName, which the pod's own update rules
+		// forbid; the Binding itself was validated.
 		return s.validateAdmission(ctx, attrs)
 	}
 	if q.subresource == "status" && q.res.validateStatus != nil {
