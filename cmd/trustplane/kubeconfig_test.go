@@ -60,21 +60,7 @@ func TestKubeconfigFlagsValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := valid()
 			tc.modify(&f)
-			err := f.validate()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Errorf("validate() = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("validate() = nil, want an error naming %q", tc.want)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("validate() = %q, want it to name %q", err, w)
-				}
-			}
+			checkValidation(t, f.validate(), tc.want)
 		})
 	}
 }
