@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 
@@ -16,6 +17,9 @@ import (
 // event. It is created by the audit filter and carried in the context.
 type auditRecord struct {
 	level auditv1.Level
+	// id is the event's auditID, sent to the client as the Audit-Id
+	// header.
+	id types.UID
 
 	mu          sync.Mutex // guards the fields below
 	annotations map[string]string

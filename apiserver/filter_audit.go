@@ -65,7 +65,11 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec := &auditRecord{level: level}
+	// kube-apiserver's header: the client can quote it to find the event.
+	// A client's own Audit-Id is not taken, so that one ID never names two
+	// events.
+	rec := &auditRecord{level: level, id: types.UID(uuid.NewString())}
+	w.Header().Set(auditIDHeader, string(rec.id))
 	if isLongRunning(ctx) {
 		a.serveStreaming(w, r.WithContext(withAuditRecord(ctx, rec)), next, attrs, rec, received)
 		return
@@ -85,6 +89,9 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	}
 	buf.flushTo(w)
 }
+
+// auditIDHeader carries the request's audit ID in every audited response.
+const auditIDHeader = "Audit-Id"
 
 var errAuditUnavailable = auditUnavailable{}
 
@@ -165,7 +172,7 @@ func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
 		Level:                    rec.level,
-		AuditID:                  types.UID(uuid.NewString()),
+		AuditID:                  rec.id,
 		Stage:                    auditv1.StageResponseComplete,
 		RequestURI:               r.URL.RequestURI(),
 		Verb:                     attrs.GetVerb(),

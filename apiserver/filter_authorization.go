@@ -16,6 +16,9 @@ import (
 const (
 	decisionAnnotation = "authorization.k8s.io/decision"
 	reasonAnnotation   = "authorization.k8s.io/reason"
+	// noRuleAllows is the audited reason of a refusal no authorizer
+	// explained.
+	noRuleAllows = "no rule allows it"
 )
 
 // withAuthorization lets the request through only if the authorizer
@@ -40,7 +43,13 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 			writeStatus(w, &st)
 			return
 		}
-		auditAnnotate(ctx, reasonAnnotation, reason)
+		if reason == "" {
+			// RBAC gives no reason for what no rule allows; the audit
+			// event still says why, the client's message stays kube's.
+			auditAnnotate(ctx, reasonAnnotation, noRuleAllows)
+		} else {
+			auditAnnotate(ctx, reasonAnnotation, reason)
+		}
 		msg := forbiddenMessage(attrs)
 		if reason != "" {
 			msg += ": " + reason

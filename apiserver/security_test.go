@@ -115,8 +115,8 @@ func TestAuthenticationAndAuthorizationRefusals(t *testing.T) {
 			t.Errorf("GET %s without credentials: %d, want 200", path, resp.StatusCode)
 		}
 	}
-	// A bearer token is not a credential trustplane accepts yet: it must
-	// not make a request anonymous or pass.
+	// A bearer token no authenticator knows is refused: it never makes a
+	// request anonymous.
 	req, _ := http.NewRequest(http.MethodGet, ts.url+"/api/v1/namespaces", nil)
 	req.Header.Set("Authorization", "Bearer forged")
 	resp, err := anonymous.Do(req)

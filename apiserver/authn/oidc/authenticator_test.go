@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+
+	"github.com/trustplane/trustplane/apiserver/authn/oidc/oidctest"
 )
 
 // saIssuer is the ServiceAccount issuer the tests refuse as an OIDC issuer.
@@ -91,16 +94,16 @@ type wantUser struct {
 }
 
 func TestAuthenticate(t *testing.T) {
-	corpKey, partnerKey := newTestKey(t, "corp-1"), newTestKey(t, "partner-1")
-	corp, partner := newTestIssuer(t, corpKey), newTestIssuer(t, partnerKey)
+	corpKey, partnerKey := oidctest.NewKey(t, "corp-1"), oidctest.NewKey(t, "partner-1")
+	corp, partner := oidctest.NewIssuer(t, corpKey), oidctest.NewIssuer(t, partnerKey)
 	a := newAuthenticator(t, writeConfig(t, twoIssuers, map[string]string{
-		"corp": corp.url(), "corpCA": indent(corp.caPEM(), 6),
-		"partner": partner.url(), "partnerCA": indent(partner.caPEM(), 6),
+		"corp": corp.URL(), "corpCA": indent(corp.CAPEM(), 6),
+		"partner": partner.URL(), "partnerCA": indent(partner.CAPEM(), 6),
 	}))
 
 	// corpClaims is a valid corp token's claims, changed by edit.
 	corpClaims := func(edit func(jwt.MapClaims)) jwt.MapClaims {
-		c := corp.claims("trustplane")
+		c := corp.Claims("trustplane")
 		c["sub"] = "alice"
 		c["hd"] = "example.com"
 		c["tenant"] = "acme"
@@ -111,7 +114,7 @@ func TestAuthenticate(t *testing.T) {
 		return c
 	}
 	partnerClaims := func(username string, roles ...string) jwt.MapClaims {
-		c := partner.claims("trustplane")
+		c := partner.Claims("trustplane")
 		c["sub"] = "p-123"
 		c["username"] = username
 		if roles != nil {
@@ -119,7 +122,7 @@ func TestAuthenticate(t *testing.T) {
 		}
 		return c
 	}
-	strangerKey := newTestKey(t, "corp-1") // same key id, not corp's key
+	strangerKey := oidctest.NewKey(t, "corp-1") // same key id, not corp's key
 
 	tests := []struct {
 		name  string
@@ -130,46 +133,46 @@ func TestAuthenticate(t *testing.T) {
 		wantErr string
 	}{{
 		name:  "valid corp token",
-		token: corpKey.sign(t, corpClaims(nil)),
+		token: corpKey.Sign(t, corpClaims(nil)),
 		want: &wantUser{Name: "corp:alice", UID: "corp-alice", Groups: []string{"corp:dev", "corp:ops"},
 			Extra: map[string][]string{"example.com/tenant": {"acme"}}},
 	}, {
 		name:  "second audience",
-		token: corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = []string{"other", "kubectl"} })),
+		token: corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = []string{"other", "kubectl"} })),
 		want: &wantUser{Name: "corp:alice", UID: "corp-alice", Groups: []string{"corp:dev", "corp:ops"},
 			Extra: map[string][]string{"example.com/tenant": {"acme"}}},
 	}, {
 		name:  "valid partner token, from the second issuer",
-		token: partnerKey.sign(t, partnerClaims("bob", "viewers")),
+		token: partnerKey.Sign(t, partnerClaims("bob", "viewers")),
 		want:  &wantUser{Name: "bob", Groups: []string{"viewers"}},
 	}, {
 		name:    "wrong audience",
-		token:   corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = "someone-else" })),
+		token:   corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = "someone-else" })),
 		wantErr: "audience",
 	}, {
 		name:    "partner audience is not enough for corp",
-		token:   corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = "partner" })),
+		token:   corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["aud"] = "partner" })),
 		wantErr: "audience",
 	}, {
 		name: "expired",
-		token: corpKey.sign(t, corpClaims(func(c jwt.MapClaims) {
+		token: corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) {
 			c["iat"] = time.Now().Add(-2 * time.Hour).Unix()
 			c["exp"] = time.Now().Add(-time.Hour).Unix()
 		})),
 		wantErr: "expired",
 	}, {
 		name:  "unknown issuer",
-		token: corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["iss"] = "https://stranger.example.com" })),
+		token: corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["iss"] = "https://stranger.example.com" })),
 	}, {
 		name:  "the ServiceAccount issuer is not an OIDC issuer",
-		token: corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["iss"] = saIssuer })),
+		token: corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["iss"] = saIssuer })),
 	}, {
 		name:    "signed by an unknown key with a known key id",
-		token:   strangerKey.sign(t, corpClaims(nil)),
+		token:   strangerKey.Sign(t, corpClaims(nil)),
 		wantErr: "signature",
 	}, {
 		name:    "signed by the other issuer's key",
-		token:   partnerKey.sign(t, corpClaims(nil)),
+		token:   partnerKey.Sign(t, corpClaims(nil)),
 		wantErr: "signature",
 	}, {
 		name:    "HS256 with the public key as secret",
@@ -181,35 +184,35 @@ func TestAuthenticate(t *testing.T) {
 		wantErr: "unsupported algorithm",
 	}, {
 		name:    "claim validation rule: hd missing",
-		token:   corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { delete(c, "hd") })),
+		token:   corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { delete(c, "hd") })),
 		wantErr: "required claim hd not present",
 	}, {
 		name:    "claim validation rule: hd of another domain",
-		token:   corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["hd"] = "evil.example" })),
+		token:   corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["hd"] = "evil.example" })),
 		wantErr: "required claim hd value does not match",
 	}, {
 		name:    "claim validation rule by CEL",
-		token:   corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["tenant"] = "blocked" })),
+		token:   corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["tenant"] = "blocked" })),
 		wantErr: "tenant is blocked",
 	}, {
 		name:    "user validation rule by CEL",
-		token:   partnerKey.sign(t, partnerClaims("bad:eve")),
+		token:   partnerKey.Sign(t, partnerClaims("bad:eve")),
 		wantErr: "bad users are refused",
 	}, {
 		name:    "username system:admin",
-		token:   partnerKey.sign(t, partnerClaims("system:admin")),
+		token:   partnerKey.Sign(t, partnerClaims("system:admin")),
 		wantErr: `username "system:admin" is reserved`,
 	}, {
 		name:    "ServiceAccount username",
-		token:   partnerKey.sign(t, partnerClaims("system:serviceaccount:kube-system:default")),
+		token:   partnerKey.Sign(t, partnerClaims("system:serviceaccount:kube-system:default")),
 		wantErr: "is reserved",
 	}, {
 		name:    "group system:masters",
-		token:   partnerKey.sign(t, partnerClaims("mallory", "viewers", "system:masters")),
+		token:   partnerKey.Sign(t, partnerClaims("mallory", "viewers", "system:masters")),
 		wantErr: `group "system:masters" is reserved`,
 	}, {
 		name:  "a prefixed group is not a system: group",
-		token: corpKey.sign(t, corpClaims(func(c jwt.MapClaims) { c["groups"] = []string{"system:masters"} })),
+		token: corpKey.Sign(t, corpClaims(func(c jwt.MapClaims) { c["groups"] = []string{"system:masters"} })),
 		want: &wantUser{Name: "corp:alice", UID: "corp-alice", Groups: []string{"corp:system:masters"},
 			Extra: map[string][]string{"example.com/tenant": {"acme"}}},
 	}, {
@@ -245,11 +248,11 @@ func TestAuthenticate(t *testing.T) {
 
 // hmacToken forges a token signed with HS256, using the issuer's public
 // key as the HMAC secret (the algorithm confusion attack).
-func hmacToken(t *testing.T, claims jwt.MapClaims, k *testKey) string {
+func hmacToken(t *testing.T, claims jwt.MapClaims, k *oidctest.Key) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
-	tok.Header["kid"] = k.id
-	s, err := tok.SignedString(k.priv.N.Bytes())
+	tok.Header["kid"] = k.ID
+	s, err := tok.SignedString(k.Private.N.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,20 +282,20 @@ jwt:
 `
 
 func TestKeyRotation(t *testing.T) {
-	oldKey, newKey := newTestKey(t, "2025"), newTestKey(t, "2026")
-	is := newTestIssuer(t, oldKey)
-	a := newAuthenticator(t, writeConfig(t, oneIssuer, map[string]string{"url": is.url(), "ca": indent(is.caPEM(), 6)}))
-	claims := is.claims("trustplane")
+	oldKey, newKey := oidctest.NewKey(t, "2025"), oidctest.NewKey(t, "2026")
+	is := oidctest.NewIssuer(t, oldKey)
+	a := newAuthenticator(t, writeConfig(t, oneIssuer, map[string]string{"url": is.URL(), "ca": indent(is.CAPEM(), 6)}))
+	claims := is.Claims("trustplane")
 	claims["sub"] = "alice"
 
-	accepts := func(step string, k *testKey, want bool) {
+	accepts := func(step string, k *oidctest.Key, want bool) {
 		t.Helper()
-		resp, ok, err := a.AuthenticateToken(t.Context(), k.sign(t, claims))
+		resp, ok, err := a.AuthenticateToken(t.Context(), k.Sign(t, claims))
 		if want && (!ok || err != nil || resp.User.GetName() != "oidc:alice") {
-			t.Errorf("%s: token signed with key %s: ok=%v err=%v, want accepted as oidc:alice", step, k.id, ok, err)
+			t.Errorf("%s: token signed with key %s: ok=%v err=%v, want accepted as oidc:alice", step, k.ID, ok, err)
 		}
 		if !want && (ok || err == nil) {
-			t.Errorf("%s: token signed with key %s: ok=%v err=%v, want refused", step, k.id, ok, err)
+			t.Errorf("%s: token signed with key %s: ok=%v err=%v, want refused", step, k.ID, ok, err)
 		}
 	}
 
@@ -301,15 +304,15 @@ func TestKeyRotation(t *testing.T) {
 
 	// The issuer publishes the new key beside the old one and signs with
 	// it: the verifier meets an unknown key id and fetches the keys again.
-	is.publish(oldKey, newKey)
+	is.Publish(oldKey, newKey)
 	accepts("during rotation", newKey, true)
 	accepts("during rotation", oldKey, true)
 
 	// The old key is withdrawn. The verifier keeps the keys it has until
 	// it next fetches them, which it does on a key id it does not know:
 	// after that, the old key is refused.
-	is.publish(newKey)
-	accepts("after withdrawal, unknown key id", newTestKey(t, "2027"), false)
+	is.Publish(newKey)
+	accepts("after withdrawal, unknown key id", oidctest.NewKey(t, "2027"), false)
 	accepts("after withdrawal", oldKey, false)
 	accepts("after withdrawal", newKey, true)
 }
@@ -319,16 +322,16 @@ func TestAuthenticatorWaitsForDiscovery(t *testing.T) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(down.Close)
-	is := &testIssuer{srv: down}
-	cfg, err := Load(writeConfig(t, oneIssuer, map[string]string{"url": is.url(), "ca": indent(is.caPEM(), 6)}), nil)
+	downCA := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: down.Certificate().Raw}))
+	cfg, err := Load(writeConfig(t, oneIssuer, map[string]string{"url": down.URL, "ca": indent(downCA, 6)}), nil)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	a, err := cfg.Authenticator(ctx)
-	if err == nil || !strings.Contains(err.Error(), is.url()) || !strings.Contains(err.Error(), "not ready") {
-		t.Fatalf("Authenticator = %v, %v; want an error naming issuer %s as not ready", a, err, is.url())
+	if err == nil || !strings.Contains(err.Error(), down.URL) || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("Authenticator = %v, %v; want an error naming issuer %s as not ready", a, err, down.URL)
 	}
 }
 

@@ -1,4 +1,7 @@
-package oidc
+// Package oidctest serves a real OpenID Connect issuer for tests: discovery
+// and a JWKS endpoint over TLS on loopback, with keys that can be rotated
+// while it runs. It is for tests only.
+package oidctest
 
 import (
 	"crypto/rand"
@@ -9,7 +12,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,28 +19,26 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// testIssuer is a real OpenID Connect issuer, test-only: discovery and a
-// JWKS endpoint served over TLS on loopback, with the keys it publishes
-// changeable while it runs.
-type testIssuer struct {
+// Issuer is an OpenID Connect issuer publishing RS256 keys.
+type Issuer struct {
 	srv *httptest.Server
 
 	mu        sync.Mutex // guards published
-	published []*testKey
+	published []*Key
 }
 
-// newTestIssuer starts an issuer publishing keys; it stops at the end of
-// the test.
-func newTestIssuer(t *testing.T, keys ...*testKey) *testIssuer {
+// NewIssuer starts an issuer publishing keys; it stops at the end of the
+// test.
+func NewIssuer(t testing.TB, keys ...*Key) *Issuer {
 	t.Helper()
-	is := &testIssuer{published: keys}
+	is := &Issuer{published: keys}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{
-			"issuer":                                is.url(),
-			"jwks_uri":                              is.url() + "/keys",
-			"authorization_endpoint":                is.url() + "/authorize",
-			"token_endpoint":                        is.url() + "/token",
+			"issuer":                                is.URL(),
+			"jwks_uri":                              is.URL() + "/keys",
+			"authorization_endpoint":                is.URL() + "/authorize",
+			"token_endpoint":                        is.URL() + "/token",
 			"response_types_supported":              []string{"id_token"},
 			"subject_types_supported":               []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},
@@ -65,74 +65,70 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (is *testIssuer) url() string { return is.srv.URL }
+// URL is the issuer URL, the iss of its tokens.
+func (is *Issuer) URL() string { return is.srv.URL }
 
-// caPEM is the PEM bundle that verifies the issuer's serving certificate.
-func (is *testIssuer) caPEM() string {
+// CAPEM is the PEM bundle that verifies the issuer's serving certificate.
+func (is *Issuer) CAPEM() string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw}))
 }
 
-// publish replaces the keys in the issuer's JWKS.
-func (is *testIssuer) publish(keys ...*testKey) {
+// Publish replaces the keys in the issuer's JWKS.
+func (is *Issuer) Publish(keys ...*Key) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	is.published = keys
 }
 
-// claims are the claims of a valid token from the issuer for audience
-// aud, valid for an hour.
-func (is *testIssuer) claims(aud string) jwt.MapClaims {
+// Claims are the claims of a valid token from the issuer for audience
+// aud, valid for an hour, without a subject.
+func (is *Issuer) Claims(aud string) jwt.MapClaims {
 	now := time.Now()
 	return jwt.MapClaims{
-		"iss": is.url(),
+		"iss": is.URL(),
 		"aud": aud,
 		"iat": now.Unix(),
 		"exp": now.Add(time.Hour).Unix(),
 	}
 }
 
-// testKey is an RS256 signing key with its key id.
-type testKey struct {
-	id   string
-	priv *rsa.PrivateKey
+// Key is an RS256 signing key with its key id.
+type Key struct {
+	ID      string
+	Private *rsa.PrivateKey
 }
 
-func newTestKey(t *testing.T, id string) *testKey {
+// NewKey generates a key with key id id.
+func NewKey(t testing.TB, id string) *Key {
 	t.Helper()
 	priv, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatalf("generate key %s: %v", id, err)
 	}
-	return &testKey{id: id, priv: priv}
+	return &Key{ID: id, Private: priv}
 }
 
 // jwk is the public key as a JSON Web Key (RFC 7517, 7518 section 6.3).
-func (k *testKey) jwk() map[string]string {
+func (k *Key) jwk() map[string]string {
 	b64 := base64.RawURLEncoding.EncodeToString
 	return map[string]string{
 		"kty": "RSA",
 		"alg": "RS256",
 		"use": "sig",
-		"kid": k.id,
-		"n":   b64(k.priv.N.Bytes()),
-		"e":   b64(big.NewInt(int64(k.priv.E)).Bytes()),
+		"kid": k.ID,
+		"n":   b64(k.Private.N.Bytes()),
+		"e":   b64(big.NewInt(int64(k.Private.E)).Bytes()),
 	}
 }
 
-// sign returns claims as a compact JWS signed with k.
-func (k *testKey) sign(t *testing.T, claims jwt.MapClaims) string {
+// Sign returns claims as a compact JWS signed with k.
+func (k *Key) Sign(t testing.TB, claims jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
-	tok.Header["kid"] = k.id
-	s, err := tok.SignedString(k.priv)
+	tok.Header["kid"] = k.ID
+	s, err := tok.SignedString(k.Private)
 	if err != nil {
 		t.Fatalf("sign token: %v", err)
 	}
 	return s
-}
-
-// indent indents every line of s by n spaces, for a YAML block scalar.
-func indent(s string, n int) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
 }
