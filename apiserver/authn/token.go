@@ -61,8 +61,8 @@ func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		audiences = auds
 	}
 	key := sha256.Sum256([]byte(token))
-	claims, ok := a.cache.get(key, now)
-	if ok && !sharesAudience(claims.Audiences, audiences) {
+	v, ok := a.cache.get(key, now)
+	if ok && !sharesAudience(v.claims.Audiences, audiences) {
 		ok = false
 	}
 	if !ok {
@@ -70,21 +70,16 @@ func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		if err != nil {
 			return nil, false, fmt.Errorf("service account token: %w", err)
 		}
-		claims = c
-		a.cache.put(key, claims)
+		v = newVerifiedToken(c)
+		a.cache.put(key, v)
 	}
+	claims := v.claims
 	sa, err := a.objects.ServiceAccount(ctx, claims.Namespace, claims.Name)
 	if err != nil {
 		return nil, false, fmt.Errorf("service account token: look up %s/%s: %w", claims.Namespace, claims.Name, err)
 	}
 	if sa == nil || sa.UID != claims.UID {
 		return nil, false, fmt.Errorf("service account token: service account %s/%s no longer exists as the token names it", claims.Namespace, claims.Name)
-	}
-	u := &user.DefaultInfo{
-		Name:   k8sserviceaccount.MakeUsername(claims.Namespace, claims.Name),
-		UID:    string(claims.UID),
-		Groups: k8sserviceaccount.MakeGroupNames(claims.Namespace),
-		Extra:  map[string][]string{extraCredentialID: {"JTI=" + claims.ID}},
 	}
 	if b := claims.Bound; b != nil {
 		ns := claims.Namespace
@@ -98,6 +93,26 @@ func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		if uid == "" || (b.UID != "" && uid != b.UID) {
 			return nil, false, fmt.Errorf("service account token: bound %s %s no longer exists as the token names it", b.Kind, b.Name)
 		}
+	}
+	return v.response, true, nil
+}
+
+// verifiedToken is what a verified token says: its claims, and the
+// response that authenticates it, built once. The response is shared by
+// every request with the token, so nothing may change it.
+type verifiedToken struct {
+	claims   *serviceaccount.Claims
+	response *authenticator.Response
+}
+
+func newVerifiedToken(claims *serviceaccount.Claims) *verifiedToken {
+	u := &user.DefaultInfo{
+		Name:   k8sserviceaccount.MakeUsername(claims.Namespace, claims.Name),
+		UID:    string(claims.UID),
+		Groups: k8sserviceaccount.MakeGroupNames(claims.Namespace),
+		Extra:  map[string][]string{extraCredentialID: {"JTI=" + claims.ID}},
+	}
+	if b := claims.Bound; b != nil {
 		switch b.Kind {
 		case serviceaccount.KindPod:
 			u.Extra[extraPodName] = []string{b.Name}
@@ -107,36 +122,36 @@ func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 			u.Extra[extraNodeUID] = []string{string(b.UID)}
 		}
 	}
-	return &authenticator.Response{User: u, Audiences: claims.Audiences}, true, nil
+	return &verifiedToken{claims: claims, response: &authenticator.Response{User: u, Audiences: claims.Audiences}}
 }
 
-// tokenCache remembers the claims of verified tokens, by the SHA-256 of
-// the token, until they expire, and at most max of them.
+// tokenCache remembers verified tokens, by the SHA-256 of the token, until
+// they expire, and at most max of them.
 type tokenCache struct {
 	max     int
 	mu      sync.Mutex // guards entries
-	entries map[[32]byte]*serviceaccount.Claims
+	entries map[[32]byte]*verifiedToken
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{max: max, entries: map[[32]byte]*serviceaccount.Claims{}}
+	return &tokenCache{max: max, entries: map[[32]byte]*verifiedToken{}}
 }
 
-func (c *tokenCache) get(key [32]byte, now time.Time) (*serviceaccount.Claims, bool) {
+func (c *tokenCache) get(key [32]byte, now time.Time) (*verifiedToken, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	claims, ok := c.entries[key]
+	v, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
-	if !now.Before(claims.Expiry) || now.Before(claims.NotBefore.Add(-time.Minute)) {
+	if !now.Before(v.claims.Expiry) || now.Before(v.claims.NotBefore.Add(-time.Minute)) {
 		delete(c.entries, key)
 		return nil, false
 	}
-	return claims, true
+	return v, true
 }
 
-func (c *tokenCache) put(key [32]byte, claims *serviceaccount.Claims) {
+func (c *tokenCache) put(key [32]byte, v *verifiedToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
@@ -147,7 +162,7 @@ func (c *tokenCache) put(key [32]byte, claims *serviceaccount.Claims) {
 			break
 		}
 	}
-	c.entries[key] = claims
+	c.entries[key] = v
 }
 
 var errNoVerifier = errors.New("service account tokens: verifier is not set")
