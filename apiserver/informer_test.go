@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/trustplane/trustplane/etcd/etcdtest"
 )
 
 // tappedRequest is a request a client sent and the status it got.
@@ -240,10 +244,149 @@ func TestInformerSyncsAndFollows(t *testing.T) {
 	}
 }
 
+// An informer whose watch resumes at a resourceVersion the server no
+// longer remembers gets 410 Expired, lists again, and ends up with what
+// the server holds, including what changed while it was away. Here the
+// client fails over to a second API server started meanwhile, whose watch
+// cache begins after the informer's resourceVersion: the 410 a restarted
+// kube-apiserver answers too.
+func TestInformerRelistsAfterWatchExpires(t *testing.T) {
+	for _, watchList := range []bool{false, true} {
+		t.Run(fmt.Sprintf("WatchListClient=%v", watchList), func(t *testing.T) {
+			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
+			e := etcdtest.Start(t)
+			a := startServerOn(t, e)
+			cs := a.clientset(t, admin)
+			ctx := testContext(t)
+			cms := cs.CoreV1().ConfigMaps("default")
+			for _, name := range []string{"kept", "deleted"} {
+				if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// Watches end after a few seconds, as a server may end them
+			// at any time; the informer then watches again from its
+			// resourceVersion. Not after one: client-go takes a watch
+			// that lasted under a second without events for an error and
+			// lists again, and the watch that follows a watch-list's
+			// initial events is the rest of its stream.
+			tp := &tap{watchTimeout: "3"}
+			factory := informers.NewSharedInformerFactoryWithOptions(a.tappedClientset(t, admin, tp), 0, informers.WithNamespace("default"))
+			informer := factory.Core().V1().ConfigMaps()
+			informer.Informer()
+			stop := make(chan struct{})
+			factory.Start(stop)
+			defer func() {
+				close(stop)
+				factory.Shutdown()
+			}()
+			for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					t.Fatalf("informer %v did not sync", typ)
+				}
+			}
+			waitForStore(t, informer.Informer().GetStore(), map[string]string{"kept": "1", "deleted": "1"})
+
+			// The informer loses the server: its next watch waits.
+			held := tp.holdWatches()
+			select {
+			case <-held:
+			case <-ctx.Done():
+				t.Fatal("the informer did not watch again")
+			}
+			seen := len(tp.requests())
+			lastRV := informer.Informer().LastSyncResourceVersion()
+
+			// Meanwhile the objects change, and another server starts.
+			if err := cms.Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"v": "2"}}, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			b := startServerOn(t, e)
+			tp.release(strings.TrimPrefix(b.url, "https://"))
+
+			want := map[string]string{"kept": "2", "created": "1"}
+			list, err := b.clientset(t, admin).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onServer := map[string]string{}
+			for _, cm := range list.Items {
+				onServer[cm.Name] = cm.Data["v"]
+			}
+			if !maps.Equal(onServer, want) {
+				t.Fatalf("the server holds %v, want %v", onServer, want)
+			}
+			waitForStore(t, informer.Informer().GetStore(), want)
+
+			// It got there by a 410 and a relist, not by a watch.
+			after := tp.requests()[seen:]
+			expired := slices.IndexFunc(after, func(r tappedRequest) bool { return r.isWatch() && !r.isWatchList() })
+			if expired < 0 || after[expired].query.Get("resourceVersion") != lastRV || after[expired].status != http.StatusGone {
+				t.Fatalf("requests after the partition:\n%s\nwant first a watch from resourceVersion %s answered 410", tappedString(after), lastRV)
+			}
+			relisted := slices.IndexFunc(after[expired+1:], func(r tappedRequest) bool {
+				if watchList {
+					return r.isWatchList() && r.status == http.StatusOK
+				}
+				return r.isList() && r.status == http.StatusOK
+			})
+			if relisted < 0 {
+				t.Errorf("requests after the partition:\n%s\nwant a relist (watch-list: %v) after the 410", tappedString(after), watchList)
+			}
+			for _, r := range after {
+				if r.host != strings.TrimPrefix(b.url, "https://") {
+					t.Errorf("%s went to another server than the second", r)
+				}
+			}
+		})
+	}
+}
+
 func tappedString(reqs []tappedRequest) string {
 	var b strings.Builder
 	for _, r := range reqs {
 		fmt.Fprintf(&b, "\t%s\n", r)
 	}
 	return b.String()
+}
+
+// waitForStore waits until the informer's store holds exactly the
+// configmaps of want, by name and data["v"].
+func waitForStore(t *testing.T, store cache.Store, want map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got map[string]string
+	err := waitFor(ctx, func() bool {
+		got = map[string]string{}
+		for _, obj := range store.List() {
+			cm := obj.(*corev1.ConfigMap)
+			got[cm.Name] = cm.Data["v"]
+		}
+		return maps.Equal(got, want)
+	})
+	if err != nil {
+		t.Fatalf("the informer holds %v, want %v", got, want)
+	}
+}
+
+// waitFor polls cond every 20ms until it holds or ctx is done.
+func waitFor(ctx context.Context, cond func() bool) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }
