@@ -72,7 +72,7 @@ func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.
 		}
 		if strict, ok := runtime.AsStrictDecodingError(err); ok {
 			for _, e := range strict.Errors() {
-				w.Header().Add("Warning", fmt.Sprintf("299 - %q", e.Error()))
+				warn(w, e.Error())
 			}
 		}
 	}

@@ -43,11 +43,24 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 
 // patchRequest is what a PATCH carries besides its URL.
 type patchRequest struct {
-	contentType  string
-	body         []byte
-	fieldManager string
-	force        bool
-	dry          bool
+	contentType     string
+	body            []byte
+	fieldManager    string
+	force           bool
+	fieldValidation string
+	dry             bool
+}
+
+// request is p for the patch manager.
+func (p *patchRequest) request(userAgent string) patch.Request {
+	return patch.Request{
+		ContentType:     p.contentType,
+		Body:            p.body,
+		FieldManager:    p.fieldManager,
+		Force:           p.force,
+		FieldValidation: p.fieldValidation,
+		UserAgent:       userAgent,
+	}
 }
 
 func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
@@ -61,7 +74,7 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
-	p := &patchRequest{contentType: mediaType, body: body, fieldManager: q.Get("fieldManager")}
+	p := &patchRequest{contentType: mediaType, body: body, fieldManager: q.Get("fieldManager"), fieldValidation: q.Get("fieldValidation")}
 	if v := q.Get("force"); v != "" {
 		if p.force, err = strconv.ParseBool(v); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("force must be true or false, got %q", v))
@@ -78,7 +91,8 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 
 // patch applies a JSON, merge, strategic merge or apply patch to an object
 // or its status. An apply patch to an object that does not exist creates
-// it.
+// it. fieldValidation (Strict, Warn by default, or Ignore) is the patch
+// manager's: a strict refusal is an error, warnings are Warning headers.
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	p, err := s.readPatch(r)
 	if err != nil {
@@ -94,11 +108,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			return
 		}
 		if !exists {
-			obj, err := m.Apply(nil, p.contentType, p.body, p.fieldManager, r.UserAgent(), p.force)
+			obj, warnings, err := m.Patch(nil, p.request(r.UserAgent()))
 			if err != nil {
 				s.respond.error(w, r, err)
 				return
 			}
+			warn(w, warnings...)
 			accessor, err := meta.Accessor(obj)
 			if err != nil {
 				s.respond.error(w, r, err)
@@ -121,10 +136,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	}
 	conditional := setsResourceVersion(p.contentType, p.body)
 	build := func(old runtime.Object) (runtime.Object, error) {
-		patched, err := m.Apply(old, p.contentType, p.body, p.fieldManager, r.UserAgent(), p.force)
+		patched, warnings, err := m.Patch(old, p.request(r.UserAgent()))
 		if err != nil {
 			return nil, err
 		}
+		// A retry finds the same problems; warn dedupes them.
+		warn(w, warnings...)
 		if !conditional {
 			// A patch that names no resourceVersion applies to whatever
 			// is stored, retried if the object changes meanwhile.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -114,4 +115,36 @@ func (rs *responder) jsonAs(w http.ResponseWriter, code int, contentType string,
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	w.Write(body)
+}
+
+// maxWarnings bounds the Warning headers of one response. kube-apiserver
+// sends them all, shortened once they pass 4 KiB; but a body of a few MiB
+// of unknown one-letter fields would then be answered with hundreds of
+// thousands of headers.
+const maxWarnings = 100
+
+// warn adds a Warning header for each text not already sent, with code 299
+// and agent "-" as kube-apiserver's warning recorder writes them, up to
+// maxWarnings, the last of which then counts those left out. The text is
+// quoted, so that a field name in it cannot break the header.
+func warn(w http.ResponseWriter, texts ...string) {
+	h := w.Header()
+	sent := map[string]bool{}
+	for _, v := range h.Values("Warning") {
+		sent[v] = true
+	}
+	for i, text := range texts {
+		if len(sent) >= maxWarnings {
+			return
+		}
+		if len(sent) == maxWarnings-1 && i < len(texts)-1 {
+			// The last header counts the texts left, duplicates included.
+			text = fmt.Sprintf("%d more warnings", len(texts)-i)
+		}
+		v := "299 - " + strconv.Quote(text)
+		if !sent[v] {
+			sent[v] = true
+			h.Add("Warning", v)
+		}
+	}
 }

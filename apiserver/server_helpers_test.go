@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,14 +37,23 @@ type serverOption func(*Config)
 
 func startServer(t testing.TB, opts ...serverOption) *testServer {
 	t.Helper()
-	e := etcdtest.Start(t)
+	return startServerOn(t, etcdtest.Start(t), opts...)
+}
+
+// startServerOn starts an API server over e, which other servers may
+// share, as the API servers of one cluster do: the first writes the
+// encryption key they all use; each has its own audit log.
+func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testServer {
+	t.Helper()
 	encPath := filepath.Join(e.Dir, "encryption-config.yaml")
-	enc, err := storage.NewEncryptionConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(encPath, enc, 0o600); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(encPath); errors.Is(err, fs.ErrNotExist) {
+		enc, err := storage.NewEncryptionConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(encPath, enc, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	transformers, err := storage.LoadEncryption(context.Background(), encPath)
 	if err != nil {
@@ -52,7 +63,7 @@ func startServer(t testing.TB, opts ...serverOption) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auditLog := filepath.Join(e.Dir, "audit", "audit.log")
+	auditLog := filepath.Join(t.TempDir(), "audit", "audit.log")
 	w, err := audit.OpenWriter(auditLog)
 	if err != nil {
 		t.Fatal(err)

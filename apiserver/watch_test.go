@@ -15,9 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 func nextEvent(t *testing.T, w watch.Interface) watch.Event {
@@ -153,49 +151,6 @@ func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
 	}
 	if st := statusOf(t, bad); bad.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("sendInitialEvents without resourceVersionMatch: %d %s, want 422", bad.StatusCode, st.Message)
-	}
-}
-
-func TestInformerSyncsAndFollows(t *testing.T) {
-	ts := startServer(t)
-	cs := ts.clientset(t, admin)
-	ctx := testContext(t)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "inf"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	nsInformer := factory.Core().V1().Namespaces()
-	seen := make(chan string, 10)
-	nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { seen <- obj.(*corev1.Namespace).Name },
-	})
-	stop := make(chan struct{})
-	factory.Start(stop)
-	defer func() {
-		close(stop)
-		factory.Shutdown()
-	}()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			t.Fatalf("informer %v did not sync", typ)
-		}
-	}
-	if _, err := nsInformer.Lister().Get("inf"); err != nil {
-		t.Errorf("lister after sync: %v", err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case n := <-seen:
-			if n == "later" {
-				return
-			}
-		case <-deadline:
-			t.Fatal("informer did not see the new namespace")
-		}
 	}
 }
 

@@ -11,13 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // applyServerSide merges an applied configuration (YAML or JSON) into
 // current, or into an empty object when current is nil, through the field
 // manager: fields another manager owns with a different value are a 409
-// conflict unless force takes them over.
-func (m *Manager) applyServerSide(current runtime.Object, body []byte, fieldManager string, force bool) (runtime.Object, error) {
+// conflict unless force takes them over. When check is enabled and the
+// merge succeeds, it records the duplicate keys of the configuration, as
+// one YAML error, as kube-apiserver does.
+func (m *Manager) applyServerSide(current runtime.Object, body []byte, fieldManager string, force bool, check *fieldCheck) (runtime.Object, error) {
 	patchObj := &unstructured.Unstructured{}
 	// yaml.Unmarshal keeps integers as int64, as unstructured content must.
 	if err := yaml.Unmarshal(body, &patchObj.Object); err != nil {
@@ -60,6 +63,11 @@ func (m *Manager) applyServerSide(current runtime.Object, body []byte, fieldMana
 	}
 	if isNil(out) {
 		return nil, m.unprocessable("the applied configuration leaves no object")
+	}
+	if check.enabled {
+		if err := sigsyaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
+			check.add(err)
+		}
 	}
 	obj, err := m.typed(out)
 	if err != nil {

@@ -7,25 +7,28 @@
 // A Manager serves one kind. Build one type converter for the whole scheme
 // and one Manager per kind at start-up; both are safe for concurrent use.
 // The PATCH handler passes the stored object, or nil, and stores what
-// Apply returns; POST and PUT handlers record their writes with Update.
-// See ExampleManager_Apply.
+// Patch returns, sending its warnings as Warning headers; POST and PUT
+// handlers record their writes with Update. See ExampleManager_Apply.
 //
 // Every error is an API error (k8s.io/apimachinery/pkg/api/errors), never
 // a 5xx for anything a client can send:
 //
 //   - 400 for a body that is not what its content type says, a patch that
 //     changes apiVersion, kind, name or namespace, an apply patch of another
-//     kind or one that does not fit the kind's schema;
+//     kind or one that does not fit the kind's schema, and, under
+//     fieldValidation=Strict, an apply patch with duplicate keys;
 //   - 404 when a patch other than apply has nothing to patch;
 //   - 409 for server-side apply conflicts (causes of type
 //     FieldManagerConflict) and for an apply that creates with a uid;
 //   - 413 for a JSON patch of more than 10,000 operations;
 //   - 415 for an unknown content type;
 //   - 422 for a JSON patch operation that fails, a result that is not a
-//     valid object of the kind, or a bad fieldManager or force parameter.
+//     valid object of the kind, a bad fieldManager, force or
+//     fieldValidation parameter, and, under fieldValidation=Strict, a JSON,
+//     merge or strategic merge patch with unknown fields or duplicate keys.
 //
-// Preconditions (resourceVersion, uid), admission, validation, strict field
-// validation and storage are the caller's.
+// Preconditions (resourceVersion, uid), admission, validation and storage
+// are the caller's.
 //
 // Two departures from the libraries kube-apiserver calls, both for hostile
 // bodies. JSON merge patches are applied by mergePatch, which gives the

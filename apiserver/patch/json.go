@@ -18,9 +18,25 @@ import (
 // kube-apiserver does.
 const maxJSONPatchOperations = 10000
 
+// jsonPatchOp is an operation of a JSON patch, for finding unknown and
+// duplicate members when validating fields.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
 // applyJSON applies a JSON patch (RFC 6902) or a JSON merge patch
-// (RFC 7386) to the JSON of current and decodes the result.
-func (m *Manager) applyJSON(current runtime.Object, patchType types.PatchType, body []byte) (runtime.Object, error) {
+// (RFC 7386) to the JSON of current and decodes the result. When check is
+// enabled, it records the duplicate keys of the patch and the unknown
+// fields of the result, as kube-apiserver finds them.
+func (m *Manager) applyJSON(current runtime.Object, patchType types.PatchType, body []byte, check *fieldCheck) (runtime.Object, error) {
+	if check.enabled {
+		if err := checkPatchKeys(patchType, body, check); err != nil {
+			return nil, err
+		}
+	}
 	doc, err := json.Marshal(current)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("encode the stored %s: %w", m.gvk.Kind, err))
@@ -47,12 +63,43 @@ func (m *Manager) applyJSON(current runtime.Object, patchType types.PatchType, b
 	}
 
 	obj := m.newObject()
-	// Case-sensitive and non-strict, like the API's JSON decoder: unknown
-	// fields are dropped here and fieldValidation is the caller's.
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, obj); err != nil {
+	// Case-sensitive, like the API's JSON decoder, which drops unknown
+	// fields; the strict decoder also lists them, without changing what it
+	// decodes.
+	if check.enabled {
+		strictErrs, err := kjson.UnmarshalStrict(patched, obj)
+		if err != nil {
+			return nil, m.unprocessable(fmt.Sprintf("the patched object is not a valid %s: %v", m.gvk.Kind, err))
+		}
+		check.add(strictErrs...)
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, obj); err != nil {
 		return nil, m.unprocessable(fmt.Sprintf("the patched object is not a valid %s: %v", m.gvk.Kind, err))
 	}
 	return m.decoded(obj)
+}
+
+// checkPatchKeys records the duplicate keys of a merge patch, or the
+// unknown and duplicate members of a JSON patch's operations ("json patch
+// unknown field \"[0].foo\""). A body of the wrong shape is a 400, as in
+// kube-apiserver.
+func checkPatchKeys(patchType types.PatchType, body []byte, check *fieldCheck) error {
+	if patchType == types.JSONPatchType {
+		var ops []jsonPatchOp
+		strictErrs, err := kjson.UnmarshalStrict(body, &ops)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+		for _, e := range strictErrs {
+			check.add(fmt.Errorf("json patch %w", e))
+		}
+		return nil
+	}
+	strictErrs, err := kjson.UnmarshalStrict(body, &map[string]any{})
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
+	check.add(strictErrs...)
+	return nil
 }
 
 // applyOps applies a JSON patch to doc. json-patch v4 panics on some

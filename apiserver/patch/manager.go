@@ -138,60 +138,133 @@ func limitJSONPatchCopies(n int64) {
 	}
 }
 
-// Apply computes the patched object: current is the stored object, nil
+// Request is one patch: its body, the body's content type, and the query
+// parameters that decide how it applies.
+type Request struct {
+	// ContentType is one of Types; parameters such as charset are allowed.
+	ContentType string
+	Body        []byte
+	// FieldManager and Force are the query parameters of those names. As in
+	// kube-apiserver, apply requires a FieldManager and only apply takes
+	// Force (422 otherwise); the other types record an empty FieldManager
+	// as the User-Agent's product name, and an empty product name as
+	// "unknown".
+	FieldManager string
+	Force        bool
+	// FieldValidation is the fieldValidation query parameter: what to do
+	// with the fields of the body that the kind does not have, and with
+	// keys an object of the body names twice. Strict refuses the patch,
+	// Warn applies it and reports each problem, Ignore drops them silently.
+	// Empty means Warn, kube-apiserver's default. See Patch for what each
+	// patch type checks.
+	FieldValidation string
+	// UserAgent is the request's User-Agent header.
+	UserAgent string
+}
+
+// Apply is Patch with FieldValidation Ignore: unknown fields are dropped
+// and the last of duplicate keys wins, without a word.
+func (m *Manager) Apply(current runtime.Object, contentType string, body []byte, fieldManager, userAgent string, force bool) (runtime.Object, error) {
+	obj, _, err := m.Patch(current, Request{
+		ContentType:     contentType,
+		Body:            body,
+		FieldManager:    fieldManager,
+		Force:           force,
+		FieldValidation: metav1.FieldValidationIgnore,
+		UserAgent:       userAgent,
+	})
+	return obj, err
+}
+
+// Patch computes the patched object: current is the stored object, nil
 // when none exists, in which case only an apply patch may create one.
-// contentType is one of Types, parameters such as charset allowed; body is
-// the raw patch; fieldManager, force and userAgent come from the request.
-// As in kube-apiserver, apply requires a fieldManager, and only apply
-// takes force=true (422 otherwise); the other types record an empty
-// fieldManager as the User-Agent's product name, and an empty product name
-// as "unknown".
 //
 // The result is a new object of the Manager's Go type that shares nothing
 // with current, with metadata.managedFields brought up to date. Whatever
 // metadata.resourceVersion the patch produced is left for the caller's
 // precondition check. current is not modified.
-func (m *Manager) Apply(current runtime.Object, contentType string, body []byte, fieldManager, userAgent string, force bool) (runtime.Object, error) {
-	patchType, err := parsePatchType(contentType)
+//
+// Field validation checks what kube-apiserver checks for each type:
+//
+//   - JSON and merge patches: duplicate keys in the patch (and, for a JSON
+//     patch, unknown or duplicate members of its operations), then the
+//     unknown fields of the patched object, which only the patch can have
+//     put there;
+//   - strategic merge patches: duplicate keys in the patch, then the
+//     unknown fields of the merged object;
+//   - apply patches: duplicate keys. An applied configuration with a field
+//     the kind's schema lacks is refused whatever FieldValidation says
+//     (400), as the field manager cannot merge it.
+//
+// Under Strict a problem refuses the patch: 422 Invalid for the first
+// three types, with a message ending in kube's "strict decoding error:
+// unknown field \"spec.foo\", ..." (the patched object itself is left
+// out, as it may hold Secret data); 400 BadRequest "error strict decoding
+// patch: ..." for apply. Under Warn the patch applies and warnings holds
+// one text per problem, for Warning headers.
+func (m *Manager) Patch(current runtime.Object, req Request) (obj runtime.Object, warnings []string, err error) {
+	patchType, err := parsePatchType(req.ContentType)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if isNil(current) {
 		current = nil // a typed nil pointer is no object either
 	}
 	isApply := patchType == types.ApplyYAMLPatchType
-	if errs := validatePatchOptions(isApply, fieldManager, force); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	if errs := validatePatchOptions(isApply, req); len(errs) > 0 {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
+	validation := req.FieldValidation
+	if validation == "" {
+		validation = metav1.FieldValidationWarn
+	}
+	check := &fieldCheck{enabled: validation != metav1.FieldValidationIgnore}
 	if current != nil {
 		if current, err = m.live(current); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if isApply {
-		return m.applyServerSide(current, body, fieldManager, force)
+		obj, err = m.applyServerSide(current, req.Body, req.FieldManager, req.Force, check)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(check.problems) > 0 {
+			// One YAML error listing every duplicate key.
+			if validation == metav1.FieldValidationStrict {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", check.problems[0]))
+			}
+			return obj, yamlWarnings(check.problems[0]), nil
+		}
+		return obj, nil, nil
 	}
 	if current == nil {
-		return nil, m.notFound()
+		return nil, nil, m.notFound()
 	}
-	if !json.Valid(body) {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the %s body is not valid JSON", patchType))
+	if !json.Valid(req.Body) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the %s body is not valid JSON", patchType))
 	}
 
 	var patched runtime.Object
 	switch patchType {
 	case types.JSONPatchType, types.MergePatchType:
-		patched, err = m.applyJSON(current, patchType, body)
+		patched, err = m.applyJSON(current, patchType, req.Body, check)
 	case types.StrategicMergePatchType:
-		patched, err = m.applyStrategic(current, body)
+		patched, err = m.applyStrategic(current, req.Body, check)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if len(check.problems) > 0 {
+		if validation == metav1.FieldValidationStrict {
+			return nil, nil, m.strictError(current, check)
+		}
+		warnings = check.texts()
 	}
 	if err := m.checkIdentity(current, patched); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.fieldManager.UpdateNoErrors(current, patched, managerName(fieldManager, userAgent)), nil
+	return m.fieldManager.UpdateNoErrors(current, patched, managerName(req.FieldManager, req.UserAgent)), warnings, nil
 }
 
 // Update records a create (liveObj nil) or an update of newObj by
@@ -337,17 +410,19 @@ func parsePatchType(contentType string) (types.PatchType, error) {
 }
 
 // validatePatchOptions checks the query parameters the way kube-apiserver
-// does: apply needs a field manager, only apply takes force, and a field
-// manager name is short and printable.
-func validatePatchOptions(isApply bool, fieldManager string, force bool) field.ErrorList {
+// does: apply needs a field manager, only apply takes force, a field
+// manager name is short and printable, and fieldValidation is empty,
+// Strict, Warn or Ignore.
+func validatePatchOptions(isApply bool, req Request) field.ErrorList {
 	var errs field.ErrorList
-	if isApply && fieldManager == "" {
+	if isApply && req.FieldManager == "" {
 		errs = append(errs, field.Required(field.NewPath("fieldManager"), "is required for apply patch"))
 	}
-	if !isApply && force {
+	if !isApply && req.Force {
 		errs = append(errs, field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch"))
 	}
-	return append(errs, metavalidation.ValidateFieldManager(fieldManager, field.NewPath("fieldManager"))...)
+	errs = append(errs, metavalidation.ValidateFieldManager(req.FieldManager, field.NewPath("fieldManager"))...)
+	return append(errs, metavalidation.ValidateFieldValidation(field.NewPath("fieldValidation"), req.FieldValidation)...)
 }
 
 // managerName is the field manager recorded for a write: the one the

@@ -1029,9 +1029,11 @@ func TestConcurrentApply(t *testing.T) {
 	}
 }
 
-// FuzzApply feeds random bodies to every content type, with and without a
-// stored object: Apply must never panic, must answer with an API error of
-// a 4xx code or a typed object, and must leave current alone.
+// FuzzApply feeds random bodies to every content type and fieldValidation
+// value, with and without a stored object: Patch must never panic, must
+// answer with an API error of a 4xx code or a typed object, and must leave
+// current alone. typ's low two bits pick the content type, bit 2 the kind,
+// bit 3 wrapping, and the high four bits fieldValidation.
 func FuzzApply(f *testing.F) {
 	fx := newFixture(f)
 	storedD := created(f, fx.deployments, deployment())
@@ -1063,9 +1065,14 @@ func FuzzApply(f *testing.F) {
 	for typ := range uint8(4) {
 		f.Add(typ|8, []byte(`[{"name":"nginx","image":"nginx:1.27","env":[{"name":"A","value":"1"}]}]`), false, true)
 		f.Add(typ|8|4, []byte(`{"color":"red","size":null}`), false, true)
+		// Warn and Strict, with unknown and duplicate fields.
+		f.Add(typ|8|16, []byte(`[{"name":"nginx","nope":1,"image":"a","image":"b"}]`), false, true)
+		f.Add(typ|8|4|32, []byte(`{"color":"red","color":"blue"}`), false, true)
 	}
+	validations := []string{metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict}
 	f.Fuzz(func(t *testing.T, typ uint8, body []byte, force, withCurrent bool) {
 		contentType := Types[int(typ)%len(Types)]
+		validation := validations[int(typ>>4)%len(validations)]
 		if contentType != ctApply {
 			force = false // only a 422 otherwise, which hides the rest
 		}
@@ -1081,10 +1088,10 @@ func FuzzApply(f *testing.F) {
 		if !withCurrent {
 			current = nil
 		}
-		got, err := m.Apply(current, contentType, body, "fuzz", "fuzzer/1.0", force)
+		got, _, err := m.Patch(current, Request{ContentType: contentType, Body: body, FieldManager: "fuzz", Force: force, FieldValidation: validation, UserAgent: "fuzzer/1.0"})
 		if err != nil {
 			if c := code(err); c < 400 || c > 499 {
-				t.Fatalf("Apply(%s, %q) error = %v (code %d), want a 4xx API error", contentType, body, err, c)
+				t.Fatalf("Patch(%s, %s, %q) error = %v (code %d), want a 4xx API error", contentType, validation, body, err, c)
 			}
 		} else if got == nil || got.GetObjectKind().GroupVersionKind() != m.gvk {
 			t.Fatalf("Apply(%s, %q) = %#v, want a %s", contentType, body, got, m.gvk)

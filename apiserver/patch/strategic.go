@@ -12,14 +12,22 @@ import (
 )
 
 // applyStrategic applies a strategic merge patch to current, merging lists
-// by the patchStrategy and patchMergeKey tags of the kind's Go struct.
-func (m *Manager) applyStrategic(current runtime.Object, body []byte) (runtime.Object, error) {
+// by the patchStrategy and patchMergeKey tags of the kind's Go struct. When
+// check is enabled, it records the duplicate keys of the patch and the
+// unknown fields of the result, as kube-apiserver finds them.
+func (m *Manager) applyStrategic(current runtime.Object, body []byte, check *fieldCheck) (runtime.Object, error) {
 	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("convert the stored %s: %w", m.gvk.Kind, err))
 	}
 	patchMap := map[string]any{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &patchMap); err != nil {
+	if check.enabled {
+		strictErrs, err := kjson.UnmarshalStrict(body, &patchMap)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
+		}
+		check.add(strictErrs...)
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &patchMap); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
 	}
 	patched, err := m.strategicMerge(original, patchMap)
@@ -27,7 +35,12 @@ func (m *Manager) applyStrategic(current runtime.Object, body []byte) (runtime.O
 		return nil, err
 	}
 	obj := m.newObject()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(patched, obj); err != nil {
+	// The unknown fields are dropped either way; a strict decoding error
+	// only lists them.
+	err = runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, obj, check.enabled)
+	if strictErr, ok := runtime.AsStrictDecodingError(err); ok {
+		check.add(strictErr.Errors()...)
+	} else if err != nil {
 		return nil, m.unprocessable(fmt.Sprintf("the patched object is not a valid %s: %v", m.gvk.Kind, err))
 	}
 	return m.decoded(obj)
