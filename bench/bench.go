@@ -59,6 +59,11 @@ type Config struct {
 	// WatchEvents is the number of ConfigMaps the watch phase creates
 	// while the watches are open.
 	WatchEvents int
+	// WatchRate, when positive, paces those creates at WatchRate per
+	// second, so that delivery latency is measured under a load the
+	// cluster sustains; zero creates them as fast as Concurrency allows,
+	// and the latency then includes the queue of the burst.
+	WatchRate float64
 	// Timeout bounds each operation, and the wait for watch deliveries
 	// after the last ConfigMap is created.
 	Timeout time.Duration
@@ -95,9 +100,12 @@ type Result struct {
 	// Watchers, Delivered and Expected describe the watch fan-out:
 	// Delivered events were received of Expected = Watchers × the events
 	// sent.
-	Watchers  int `json:"watchers,omitempty"`
-	Delivered int `json:"delivered,omitempty"`
-	Expected  int `json:"expected,omitempty"`
+	// Rate is the pace of the watch phase's creates, per second; zero
+	// when they were not paced.
+	Rate      float64 `json:"rate,omitempty"`
+	Watchers  int     `json:"watchers,omitempty"`
+	Delivered int     `json:"delivered,omitempty"`
+	Expected  int     `json:"expected,omitempty"`
 	// Ratio is, for the create phase when etcd was measured, creates per
 	// second ÷ raw etcd puts per second.
 	Ratio float64 `json:"ratio,omitempty"`
@@ -127,6 +135,9 @@ func (c Config) withDefaults() (Config, error) {
 		case *f.v == 0:
 			*f.v = f.def
 		}
+	}
+	if c.WatchRate < 0 || math.IsNaN(c.WatchRate) || math.IsInf(c.WatchRate, 0) {
+		errs = append(errs, fmt.Errorf("watch rate must be a positive number or zero, got %g", c.WatchRate))
 	}
 	switch {
 	case c.Timeout < 0:

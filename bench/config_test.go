@@ -32,8 +32,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("withDefaults() = %+v, %v, want the values given", got, err)
 	}
 
-	_, err = Config{Concurrency: -1, Requests: -2, ObjectBytes: -3, Watchers: -4, WatchEvents: -5, Timeout: -time.Second}.withDefaults()
-	for _, want := range []string{"no client", "concurrency must be positive, got -1", "requests must be positive, got -2",
+	_, err = Config{Concurrency: -1, Requests: -2, ObjectBytes: -3, Watchers: -4, WatchEvents: -5, WatchRate: -6, Timeout: -time.Second}.withDefaults()
+	for _, want := range []string{"no client", "watch rate must be a positive number or zero, got -6", "concurrency must be positive, got -1", "requests must be positive, got -2",
 		"object bytes must be positive, got -3", "watchers must be positive, got -4", "watch events must be positive, got -5", "timeout must be positive, got -1s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("withDefaults() of a bad config = %v, want it to say %q", err, want)

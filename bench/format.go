@@ -59,6 +59,9 @@ func notes(r Result) string {
 	if r.Watchers > 0 {
 		n = append(n, fmt.Sprintf("%d watchers", r.Watchers))
 	}
+	if r.Rate > 0 {
+		n = append(n, fmt.Sprintf("%g events/s", r.Rate))
+	}
 	if r.Expected > 0 {
 		n = append(n, fmt.Sprintf("delivered %d/%d", r.Delivered, r.Expected))
 	}

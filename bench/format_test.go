@@ -19,7 +19,7 @@ var sample = []Result{
 	{Phase: PhaseCreate, Ops: 2000, Seconds: 1.2345, PerSecond: 1620.1, P50: 18_456_789, P99: 61_200_000, Bytes: 1024, Ratio: 0.4213},
 	{Phase: PhaseGet, Ops: 2000, Seconds: 0.25, PerSecond: 8000, P50: 3_456_000, P99: 12_345_678},
 	{Phase: PhaseList, Ops: 2000, Seconds: 20.5, PerSecond: 97.56, P50: 310 * time.Millisecond, P99: 1_234_567_890, Items: 2000},
-	{Phase: PhaseWatch, Ops: 10000, Seconds: 0.5, PerSecond: 20000, P50: 45_678, P99: 2 * time.Millisecond, Watchers: 100, Delivered: 10000, Expected: 10000},
+	{Phase: PhaseWatch, Ops: 10000, Seconds: 0.5, PerSecond: 20000, P50: 45_678, P99: 2 * time.Millisecond, Rate: 50, Watchers: 100, Delivered: 10000, Expected: 10000},
 	{Phase: PhaseEtcdPut, Ops: 2000, Seconds: 0.52, PerSecond: 3846.2, P50: 7_890_123, P99: 25 * time.Millisecond, Bytes: 1310},
 }
 

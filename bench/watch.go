@@ -74,7 +74,21 @@ func (r *run) watch(ctx context.Context) (Result, error) {
 	// by the create of i only, read after wg.Wait.
 	created := make([]time.Time, r.WatchEvents)
 	start := time.Now()
+	var pace *time.Ticker
+	if r.WatchRate > 0 {
+		// Each create waits for a tick of its own; up to Concurrency of
+		// them are in flight, so a slow answer does not slow the pace.
+		pace = time.NewTicker(time.Duration(float64(time.Second) / r.WatchRate))
+		defer pace.Stop()
+	}
 	_, _, err = runOps(ctx, r.WatchEvents, r.Concurrency, r.Timeout, func(ctx context.Context, i int) error {
+		if pace != nil {
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: configMapName(i)},
 			BinaryData: map[string][]byte{"payload": r.payload},
@@ -116,6 +130,7 @@ func (r *run) watch(ctx context.Context) (Result, error) {
 	}
 	res := summarize(PhaseWatch, len(latencies), end.Sub(start), latencies)
 	res.Watchers = len(watchers)
+	res.Rate = r.WatchRate
 	res.Delivered = len(latencies)
 	res.Expected = len(watchers) * r.WatchEvents
 	return res, nil

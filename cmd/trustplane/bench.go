@@ -25,6 +25,7 @@ type benchFlags struct {
 	objectBytes int
 	watchers    int
 	watchEvents int
+	watchRate   float64
 	output      string
 }
 
@@ -43,6 +44,9 @@ func (f *benchFlags) validate() error {
 		if n.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", n.name, n.v))
 		}
+	}
+	if !(f.watchRate >= 0) {
+		errs = append(errs, fmt.Errorf("--watch-rate %g must be positive or zero", f.watchRate))
 	}
 	if f.output != "table" && f.output != "json" {
 		errs = append(errs, fmt.Errorf("-o %q: want table or json", f.output))
@@ -87,6 +91,9 @@ func newBenchCommand() *cobra.Command {
 deleted at the end: Secret creates, gets and lists per second with their p50
 and p99 latency at --concurrency; then --watchers watches of ConfigMaps, the
 share of --watch-events events each received and the p99 delivery latency.
+The events are created as fast as --concurrency allows, so that latency
+includes the queue of the burst; --watch-rate N paces them at N per second
+instead, to measure delivery under a load the cluster sustains.
 
 With --dir, it also puts values as large as one stored Secret straight into
 etcd, as the API server's etcd identity found in DIR/pki, and reports creates
@@ -119,6 +126,7 @@ per second as a ratio of those raw puts, measured in the same run.`,
 				ObjectBytes: f.objectBytes,
 				Watchers:    f.watchers,
 				WatchEvents: f.watchEvents,
+				WatchRate:   f.watchRate,
 				Logger:      newLogger(),
 			}
 			if f.dir != "" {
@@ -152,6 +160,7 @@ per second as a ratio of those raw puts, measured in the same run.`,
 	fs.IntVar(&f.objectBytes, "object-bytes", f.objectBytes, "payload bytes of each Secret and ConfigMap")
 	fs.IntVar(&f.watchers, "watchers", f.watchers, "watches open during the watch fan-out")
 	fs.IntVar(&f.watchEvents, "watch-events", f.watchEvents, "ConfigMaps created while the watches are open")
+	fs.Float64Var(&f.watchRate, "watch-rate", 0, "events per second the watch phase creates; 0 creates them as fast as --concurrency allows")
 	fs.StringVarP(&f.output, "output", "o", f.output, "output format: table or json")
 	return cmd
 }

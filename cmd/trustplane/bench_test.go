@@ -53,6 +53,8 @@ func TestBenchFlagsValidate(t *testing.T) {
 			f.concurrency, f.requests, f.objectBytes, f.watchers, f.watchEvents = 0, -1, 0, 0, 0
 		}, []string{"--concurrency 0", "--requests -1", "--object-bytes 0", "--watchers 0", "--watch-events 0"}},
 		{"dir without etcd", func(f *benchFlags) { f.dir = "d" }, []string{"--etcd-servers"}},
+		{"paced watch", func(f *benchFlags) { f.watchRate = 20 }, nil},
+		{"negative watch rate", func(f *benchFlags) { f.watchRate = -1 }, []string{"--watch-rate -1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := valid()
@@ -75,7 +77,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	adminConf := filepath.Join(dir, "admin.conf")
 
 	stdout, stderr, err := benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
-		"--requests", "200", "--watchers", "20", "--watch-events", "20", "-o", "json")
+		"--requests", "200", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200", "-o", "json")
 	if err != nil {
 		t.Fatalf("trustplane bench: %v\nstderr:\n%s", err, stderr)
 	}
@@ -103,6 +105,10 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	if r := byPhase[bench.PhaseWatch]; r.Expected != 20*20 || r.Delivered != r.Expected || r.Watchers != 20 {
 		t.Errorf("watch: %d watchers delivered %d of %d events, want 20 watchers and 400 of 400", r.Watchers, r.Delivered, r.Expected)
+	}
+	// 20 creates paced at 200/s take at least 20 ticks of 5 ms.
+	if r := byPhase[bench.PhaseWatch]; r.Rate != 200 || r.Seconds < 0.095 {
+		t.Errorf("watch: %g events/s over %.3fs, want 200/s over at least 0.095s", r.Rate, r.Seconds)
 	}
 	if r := byPhase[bench.PhaseEtcdPut]; r.Bytes <= 1024 {
 		t.Errorf("etcd-put: values of %d bytes, want more than the 1024-byte payload of a stored Secret", r.Bytes)
