@@ -13,6 +13,7 @@ import (
 // entry, so one bad request cannot take the server down.
 func withRecovery(next http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		growStack()
 		defer func() {
 			p := recover()
 			if p == nil {
