@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,11 +20,14 @@ func newOpenAPI(reg *registry) (*openapi.Builder, error) {
 		r := openapi.Resource{
 			GVR:        res.gvr,
 			Kind:       res.kind,
-			ListKind:   res.kind + "List",
 			Namespaced: res.namespaced,
 			Verbs:      res.verbs(),
 			Object:     res.newObject(),
-			List:       res.newList(),
+		}
+		if slices.Contains(r.Verbs, "list") {
+			// Only a listable resource has a list kind: a review's
+			// definition names its own kind alone, as kube's does.
+			r.ListKind, r.List = res.kind+"List", res.newList()
 		}
 		for _, sub := range res.subresources {
 			var obj runtime.Object
