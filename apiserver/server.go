@@ -149,6 +149,7 @@ type Server struct {
 	registry           *registry
 	discovery          *discovery
 	openapi            *openapi.Builder
+	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
 	patchers           map[schema.GroupVersionResource]*patch.Manager
 	store              *storage.Store
 	requestInfo        request.RequestInfoResolver
@@ -253,6 +254,7 @@ func New(c Config) (*Server, error) {
 		registry:           reg,
 		discovery:          newDiscovery(reg),
 		openapi:            docs,
+		openapiBuilt:       time.Now(),
 		patchers:           patchers,
 		store:              store,
 		requestInfo:        newRequestInfoResolver(),
