@@ -151,6 +151,7 @@ type Server struct {
 	openapi            *openapi.Builder
 	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
 	patchers           map[schema.GroupVersionResource]*patch.Manager
+	scalePatcher       *patch.Manager // patches the Scale of scale subresources
 	store              *storage.Store
 	requestInfo        request.RequestInfoResolver
 	authn              authenticator.Request
@@ -205,7 +206,7 @@ func New(c Config) (*Server, error) {
 	indexBindings(caches)
 	indexPods(caches)
 	reader := cacheReader{store: store, caches: caches}
-	patchers, err := newPatchers(scheme, reg)
+	patchers, scalePatcher, err := newPatchers(scheme, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +257,7 @@ func New(c Config) (*Server, error) {
 		openapi:            docs,
 		openapiBuilt:       time.Now(),
 		patchers:           patchers,
+		scalePatcher:       scalePatcher,
 		store:              store,
 		requestInfo:        newRequestInfoResolver(),
 		authn:              authenticators.Request,
