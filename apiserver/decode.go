@@ -8,9 +8,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+
+	"github.com/trustplane/trustplane/apiserver/patch"
 )
 
 // readBody reads the request body within the limit set by withLimits.
@@ -27,10 +31,9 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // decodeObject decodes the request body into a new object of res, in the
-// body's content type (JSON, YAML or protobuf), and checks that it is of
-// the resource's kind. fieldValidation=Strict refuses unknown and duplicate
-// fields; Warn reports them in Warning headers; Ignore, like protobuf,
-// drops them.
+// body's content type (JSON, YAML or protobuf), checks that it is of the
+// resource's kind and sets the kind's defaults. See decodeKind for
+// fieldValidation.
 func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resource) (runtime.Object, error) {
 	obj, err := s.decodeKind(w, r, res.gvk(), res.newObject)
 	if err != nil {
@@ -42,7 +45,12 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resou
 	return obj, nil
 }
 
-// decodeKind decodes the request body as a want, made by newObject.
+// decodeKind decodes the body of a POST or PUT as a want, made by
+// newObject. As in kube-apiserver, the fieldValidation parameter decides
+// what becomes of the unknown fields and duplicate keys of a JSON or YAML
+// body: Strict refuses the body (400), Warn, the default, drops them with
+// a Warning header for each, Ignore drops them silently. A protobuf body
+// has no names to check.
 func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
 	body, err := readBody(r)
 	if err != nil {
@@ -52,28 +60,34 @@ func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.
 	if err != nil {
 		return nil, err
 	}
-	validation := r.URL.Query().Get("fieldValidation")
-	switch validation {
-	case "", metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
-	default:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", validation))
+	validation, err := fieldValidation(r)
+	if err != nil {
+		return nil, err
 	}
 	decoder := info.Serializer
-	if info.StrictSerializer != nil && (validation == metav1.FieldValidationStrict || validation == metav1.FieldValidationWarn) {
+	if info.StrictSerializer != nil && validation != metav1.FieldValidationIgnore {
 		decoder = info.StrictSerializer
 	}
 	obj, gvk, err := decoder.Decode(body, &want, newObject())
 	if err != nil {
-		if !runtime.IsStrictDecodingError(err) || obj == nil {
+		strict, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case !isStrict || obj == nil:
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as %s: %v", info.MediaType, err))
-		}
-		if validation == metav1.FieldValidationStrict {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("strict decoding error: %v", err))
-		}
-		if strict, ok := runtime.AsStrictDecodingError(err); ok {
-			for _, e := range strict.Errors() {
-				warn(w, e.Error())
+		case validation == metav1.FieldValidationStrict:
+			if gvk != nil && gvk.Kind != "" {
+				// kube-apiserver's words.
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, want.Kind, err))
 			}
+			return nil, apierrors.NewBadRequest(err.Error())
+		default:
+			// A strict YAML error lists its duplicate keys on lines of
+			// its own; each is a warning, as from kube-apiserver.
+			var texts []string
+			for _, e := range strict.Errors() {
+				texts = append(texts, patch.YAMLWarnings(e)...)
+			}
+			warn(w, texts...)
 		}
 	}
 	if gvk == nil || *gvk != want {
@@ -85,6 +99,27 @@ func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.
 	}
 	obj.GetObjectKind().SetGroupVersionKind(want)
 	return obj, nil
+}
+
+// fieldValidation is the fieldValidation parameter of a POST or PUT, Warn
+// when it is absent. Any value but Ignore, Warn and Strict is refused as
+// kube-apiserver refuses it, 422 Invalid naming the CreateOptions or
+// UpdateOptions:
+//
+//	CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"
+func fieldValidation(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("fieldValidation")
+	if errs := metavalidation.ValidateFieldValidation(field.NewPath("fieldValidation"), v); len(errs) > 0 {
+		kind := "CreateOptions"
+		if r.Method == http.MethodPut {
+			kind = "UpdateOptions"
+		}
+		return "", apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	if v == "" {
+		return metav1.FieldValidationWarn, nil
+	}
+	return v, nil
 }
 
 func kindString(gvk schema.GroupVersionKind) string {

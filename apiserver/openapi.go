@@ -1,13 +1,19 @@
 package apiserver
 
 import (
+	"bytes"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/munnerz/goautoneg"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/apiserver/openapi"
 )
@@ -19,11 +25,14 @@ func newOpenAPI(reg *registry) (*openapi.Builder, error) {
 		r := openapi.Resource{
 			GVR:        res.gvr,
 			Kind:       res.kind,
-			ListKind:   res.kind + "List",
 			Namespaced: res.namespaced,
 			Verbs:      res.verbs(),
 			Object:     res.newObject(),
-			List:       res.newList(),
+		}
+		if slices.Contains(r.Verbs, "list") {
+			// Only a listable resource has a list kind: a review's
+			// definition names its own kind alone, as kube's does.
+			r.ListKind, r.List = res.kind+"List", res.newList()
 		}
 		for _, sub := range res.subresources {
 			var obj runtime.Object
@@ -44,41 +53,86 @@ func newOpenAPI(reg *registry) (*openapi.Builder, error) {
 	return openapi.New(resources, "Kubernetes", Version.GitVersion)
 }
 
+// OpenAPI v2 in protobuf: a gnostic openapi_v2.Document. kubectl asks
+// for it under the name with "@"; kube-openapi answers both names with the
+// one without.
+const (
+	mediaOpenAPIV2Protobuf           = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	mediaOpenAPIV2ProtobufDeprecated = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+)
+
+// openAPIV2Offers are the forms of /openapi/v2, in the order a wildcard
+// picks them: what the client may ask for, what the answer is labelled.
+var openAPIV2Offers = []struct{ accept, contentType string }{
+	{"application/json", "application/json"},
+	{mediaOpenAPIV2ProtobufDeprecated, mediaOpenAPIV2Protobuf},
+	{mediaOpenAPIV2Protobuf, mediaOpenAPIV2Protobuf},
+}
+
 // serveOpenAPI answers /openapi/v2 and /openapi/v3[/...], reporting
-// whether the path was one of them.
+// whether the path was one of them. Every document carries kube's ETag,
+// the SHA-512 of its JSON, and a request whose If-None-Match names it is
+// answered 304 Not Modified.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.Path
 	switch {
 	case path == "/openapi/v2":
-		// Only JSON is served. kubectl asks for protobuf only, and goes
-		// on without v2 on a 404 (a 406 stops it).
-		if strings.Contains(r.Header.Get("Accept"), "protobuf") && !strings.Contains(r.Header.Get("Accept"), "json") {
-			s.respond.error(w, r, notFound())
-			return true
-		}
-		writeDocument(w, s.openapi.V2())
+		s.serveOpenAPIV2(w, r)
 	case path == "/openapi/v3" || path == "/openapi/v3/":
-		writeDocument(w, s.openapi.V3Index())
+		serveDocument(w, r, "application/json", s.openapi.V3Index(), s.openapi.V3IndexHash(), s.openapiBuilt)
 	case strings.HasPrefix(path, "/openapi/v3/"):
 		doc, hash, ok := s.openapi.V3(strings.TrimPrefix(path, "/openapi/v3/"))
 		if !ok {
 			s.respond.error(w, r, notFound())
 			return true
 		}
-		w.Header().Set("Etag", `"`+hash+`"`)
 		if r.URL.Query().Get("hash") == hash {
 			// The hash names this exact document: it may be cached.
 			w.Header().Set("Cache-Control", "public, immutable")
 		}
-		writeDocument(w, doc)
+		serveDocument(w, r, "application/json", doc, hash, s.openapiBuilt)
 	default:
 		return false
 	}
 	return true
 }
 
-func writeDocument(w http.ResponseWriter, doc []byte) {
-	w.Header().Set("Content-Type", "application/json")
+// serveOpenAPIV2 answers /openapi/v2 in the first form the Accept header
+// names, as kube-openapi's handler negotiates it: JSON for */* or no
+// Accept header, protobuf when asked for; anything else is 406.
+func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		accept = "*/*"
+	}
+	// One URL, two bodies: caches must key on Accept.
+	w.Header().Add("Vary", "Accept")
+	for _, clause := range goautoneg.ParseAccept(accept) {
+		for _, offer := range openAPIV2Offers {
+			typ, sub, _ := strings.Cut(offer.accept, "/")
+			if (clause.Type != typ && clause.Type != "*") || (clause.SubType != sub && clause.SubType != "*") {
+				continue
+			}
+			var body []byte
+			if offer.contentType == mediaOpenAPIV2Protobuf {
+				body = s.openapi.V2Protobuf()
+			} else {
+				body = s.openapi.V2()
+			}
+			// Both forms share the JSON's ETag, as in kube: Vary tells
+			// them apart.
+			serveDocument(w, r, offer.contentType, body, s.openapi.V2Hash(), s.openapiBuilt)
+			return
+		}
+	}
+	s.respond.error(w, r, negotiation.NewNotAcceptableError([]string{"application/json", mediaOpenAPIV2Protobuf}))
+}
+
+// serveDocument writes an OpenAPI document with its ETag. http.ServeContent
+// answers If-None-Match (304) and HEAD.
+func serveDocument(w http.ResponseWriter, r *http.Request, contentType string, doc []byte, hash string, modified time.Time) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Write(doc)
+	w.Header().Set("Etag", strconv.Quote(hash))
+	http.ServeContent(w, r, "", modified, bytes.NewReader(doc))
 }

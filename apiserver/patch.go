@@ -9,23 +9,22 @@ import (
 	"strconv"
 	"strings"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
 )
 
-// newPatchers builds one patch manager per served kind over a single type
+// newPatchers builds one patch manager per served kind, and one for the
+// autoscaling/v1 Scale of the scale subresources, over a single type
 // converter.
-func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, error) {
+func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
 	tc := patch.NewTypeConverter(scheme)
 	out := map[schema.GroupVersionResource]*patch.Manager{}
 	for _, res := range reg.all {
@@ -34,11 +33,18 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 		}
 		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
 		if err != nil {
-			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
+			return nil, nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
 		}
 		out[res.gvr] = m
 	}
-	return out, nil
+	// client-go's schema has no Scale. The Scale's managed fields are
+	// never stored, so a converter that deduces the schema from the object
+	// serves: only the patching and its field validation are used.
+	scale, err := patch.NewManager(scheme, managedfields.NewDeducedTypeConverter(), scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+	if err != nil {
+		return nil, nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
+	}
+	return out, scale, nil
 }
 
 // patchRequest is what a PATCH carries besides its URL.
@@ -167,7 +173,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 }
 
 // patchScale patches the Scale of a Deployment or ReplicaSet (kubectl
-// scale sends a merge patch) and stores its replicas.
+// scale sends a merge patch) and stores its replicas. fieldValidation
+// applies as to any other patch, to the fields of the Scale.
 func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	p, err := s.readPatch(r)
 	if err != nil {
@@ -184,11 +191,12 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restReque
 		s.respond.error(w, r, err)
 		return
 	}
-	scale, err := patchScaleObject(current, p)
+	scale, warnings, err := patchScaleObject(s.scalePatcher, current, p, r.UserAgent())
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
 	}
+	warn(w, warnings...)
 	if scale.ResourceVersion == current.ResourceVersion {
 		// A patch that does not name a resourceVersion is unconditional.
 		scale.ResourceVersion = ""
@@ -199,44 +207,27 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restReque
 const maxScalePatchBytes = 64 << 10
 
 // patchScaleObject applies a JSON, merge or strategic merge patch to a
-// Scale. A Scale has no managed fields: the replicas it sets are recorded
-// on the object it scales.
-func patchScaleObject(current *autoscalingv1.Scale, p *patchRequest) (*autoscalingv1.Scale, error) {
+// Scale with m, the Scale's patch manager, which also checks the patch's
+// options and its fields. A Scale has no managed fields: the replicas it
+// sets are recorded on the object it scales.
+func patchScaleObject(m *patch.Manager, current *autoscalingv1.Scale, p *patchRequest, userAgent string) (*autoscalingv1.Scale, []string, error) {
 	// A Scale is a few hundred bytes; a large patch of it can only be an
 	// attempt to make the merge costly.
 	if len(p.body) > maxScalePatchBytes {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
+		return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
 	}
-	doc, err := json.Marshal(current)
+	if p.contentType == patch.Types[3] {
+		return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", "the scale subresource takes JSON, merge and strategic merge patches", 0, false)
+	}
+	obj, warnings, err := m.Patch(current, p.request(userAgent))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []byte
-	switch p.contentType {
-	case patch.Types[0]:
-		ops, err := jsonpatch.DecodePatch(p.body)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
-		}
-		if out, err = ops.Apply(doc); err != nil {
-			return nil, apierrors.NewInvalid(scaleKind.GroupKind(), current.Name, field.ErrorList{field.Invalid(field.NewPath(""), "", err.Error())})
-		}
-	case patch.Types[1]:
-		if out, err = jsonpatch.MergePatch(doc, p.body); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid merge patch: %v", err))
-		}
-	case patch.Types[2]:
-		if out, err = strategicpatch.StrategicMergePatch(doc, p.body, &autoscalingv1.Scale{}); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
-		}
-	default:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", "the scale subresource takes JSON, merge and strategic merge patches", 0, false)
+	scale, ok := obj.(*autoscalingv1.Scale)
+	if !ok {
+		return nil, nil, fmt.Errorf("the Scale patch manager made a %T", obj)
 	}
-	scale := &autoscalingv1.Scale{}
-	if err := json.Unmarshal(out, scale); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched Scale is not valid: %v", err))
-	}
-	return scale, nil
+	return scale, warnings, nil
 }
 
 // setsResourceVersion reports whether a patch names a resourceVersion,

@@ -225,3 +225,124 @@ func testDeployment(name string) *appsv1.Deployment {
 		},
 	}
 }
+
+// fieldValidation on PATCH of the scale subresource, as on any other
+// patch: the fields are the Scale's. Strict refuses (422) and changes
+// nothing, Warn and no parameter scale with a Warning header per problem,
+// Ignore scales silently, and a value kube does not know is refused.
+func TestScalePatchFieldValidation(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	c := ts.httpClient(t, admin)
+	ctx := testContext(t)
+
+	// Each patch sets spec.replicas to 3 and a field a Scale lacks; the
+	// merge patches also name replicas twice.
+	patches := []struct {
+		contentType string
+		body        string
+		problems    []string
+	}{
+		{
+			contentType: string(types.JSONPatchType),
+			body:        `[{"op":"replace","path":"/spec/replicas","value":3},{"op":"add","path":"/spec/bogus","value":1}]`,
+			problems:    []string{`unknown field "spec.bogus"`},
+		},
+		{
+			contentType: string(types.MergePatchType),
+			body:        `{"spec":{"replicas":2,"replicas":3,"bogus":1}}`,
+			problems:    []string{`duplicate field "spec.replicas"`, `unknown field "spec.bogus"`},
+		},
+		{
+			contentType: string(types.StrategicMergePatchType),
+			body:        `{"spec":{"replicas":2,"replicas":3,"bogus":1}}`,
+			problems:    []string{`duplicate field "spec.replicas"`, `unknown field "spec.bogus"`},
+		},
+	}
+	patchScale := func(t *testing.T, name, contentType, query, body string) *http.Response {
+		t.Helper()
+		url := ts.url + "/apis/apps/v1/namespaces/default/deployments/" + name + "/scale" + query
+		req, err := http.NewRequestWithContext(ctx, http.MethodPatch, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	n := 0
+	for _, p := range patches {
+		for _, validation := range []string{metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore, ""} {
+			t.Run(fmt.Sprintf("%s/%q", p.contentType, validation), func(t *testing.T) {
+				n++
+				name := fmt.Sprintf("scale-fv-%d", n)
+				before, err := cs.AppsV1().Deployments("default").Create(ctx, testDeployment(name), metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				query := ""
+				if validation != "" {
+					query = "?fieldValidation=" + validation
+				}
+				resp := patchScale(t, name, p.contentType, query, p.body)
+				warnings := resp.Header.Values("Warning")
+				after, err := cs.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if validation == metav1.FieldValidationStrict {
+					st := statusOf(t, resp)
+					want := fmt.Sprintf(`Scale.autoscaling %q is invalid: patch: Invalid value: strict decoding error: %s`, name, strings.Join(p.problems, ", "))
+					if resp.StatusCode != http.StatusUnprocessableEntity || st.Message != want {
+						t.Errorf("status %d %q, want 422 %q", resp.StatusCode, st.Message, want)
+					}
+					if after.ResourceVersion != before.ResourceVersion {
+						t.Errorf("a refused scale patch changed the deployment: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
+					}
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d, want 200", resp.StatusCode)
+				}
+				var want []string
+				if validation != metav1.FieldValidationIgnore {
+					for _, text := range p.problems {
+						want = append(want, "299 - "+strconv.Quote(text))
+					}
+				}
+				if !slices.Equal(warnings, want) {
+					t.Errorf("Warning headers %q, want %q", warnings, want)
+				}
+				if *after.Spec.Replicas != 3 {
+					t.Errorf("%d replicas after the patch, want 3", *after.Spec.Replicas)
+				}
+			})
+		}
+	}
+
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, testDeployment("scale-bad"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refusals := []struct {
+		name, contentType, query string
+		code                     int
+		message                  string
+	}{
+		{"unsupported fieldValidation", string(types.MergePatchType), "?fieldValidation=strict", http.StatusUnprocessableEntity,
+			`PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"`},
+		{"apply", string(types.ApplyPatchType), "?fieldManager=test", http.StatusUnsupportedMediaType,
+			"the scale subresource takes JSON, merge and strategic merge patches"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := patchScale(t, "scale-bad", tt.contentType, tt.query, `{"spec":{"replicas":3}}`)
+			if st := statusOf(t, resp); resp.StatusCode != tt.code || st.Message != tt.message {
+				t.Errorf("%d %q, want %d %q", resp.StatusCode, st.Message, tt.code, tt.message)
+			}
+		})
+	}
+}

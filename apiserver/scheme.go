@@ -31,7 +31,10 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 // codecs serves JSON, YAML and protobuf without conversion: trustplane
-// stores and serves each kind in its one external version.
+// stores and serves each kind in its one external version. As in
+// kube-apiserver, each media type's Serializer drops unknown fields and
+// takes the last of duplicate keys; its StrictSerializer reports them, for
+// fieldValidation.
 func newCodecs(s *runtime.Scheme) runtime.NegotiatedSerializer {
-	return serializer.NewCodecFactory(s, serializer.EnableStrict).WithoutConversion()
+	return serializer.NewCodecFactory(s).WithoutConversion()
 }

@@ -149,7 +149,9 @@ type Server struct {
 	registry           *registry
 	discovery          *discovery
 	openapi            *openapi.Builder
+	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
 	patchers           map[schema.GroupVersionResource]*patch.Manager
+	scalePatcher       *patch.Manager // patches the Scale of scale subresources
 	store              *storage.Store
 	requestInfo        request.RequestInfoResolver
 	authn              authenticator.Request
@@ -204,7 +206,7 @@ func New(c Config) (*Server, error) {
 	indexBindings(caches)
 	indexPods(caches)
 	reader := cacheReader{store: store, caches: caches}
-	patchers, err := newPatchers(scheme, reg)
+	patchers, scalePatcher, err := newPatchers(scheme, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +255,9 @@ func New(c Config) (*Server, error) {
 		registry:           reg,
 		discovery:          newDiscovery(reg),
 		openapi:            docs,
+		openapiBuilt:       time.Now(),
 		patchers:           patchers,
+		scalePatcher:       scalePatcher,
 		store:              store,
 		requestInfo:        newRequestInfoResolver(),
 		authn:              authenticators.Request,

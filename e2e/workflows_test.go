@@ -43,9 +43,37 @@ spec:
     image: busybox:1.36
 `
 
+// listManifest is what `kubectl get -o yaml` prints for several objects:
+// a List, which kubectl validates on the client against /openapi/v2 in
+// protobuf, whatever the server says of fieldValidation.
+const listManifest = `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: listed-a
+  data: {k: a}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: listed-b
+  data: {k: b}
+`
+
+// unknownFieldManifest is a ConfigMap with a field ConfigMaps lack.
+const unknownFieldManifest = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: NAME
+bogus: 1
+`
+
 // TestKubectlWorkflows runs kubectl's everyday commands with default
 // flags: apply (client- and server-side), edit, patch, scale, explain,
-// describe, the output formats, and deletion by label.
+// describe, the output formats, and deletion by label; and field
+// validation: on the client for a List, on the server for everything
+// else.
 func TestKubectlWorkflows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -72,6 +100,18 @@ func TestKubectlWorkflows(t *testing.T) {
 				t.Fatal(err)
 			}
 			v1, v2, v3 := manifest("v1.yaml", "1.25"), manifest("v2.yaml", "1.26"), manifest("v3.yaml", "1.28")
+			write := func(name, content string) string {
+				p := filepath.Join(dir, name)
+				if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			list := write("list.yaml", listManifest)
+			badList := write("bad-list.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: listed-c}\n  bogus: 1\n")
+			unknownWarn := write("unknown-warn.yaml", strings.ReplaceAll(unknownFieldManifest, "NAME", "unknown-warn"))
+			unknownStrict := write("unknown-strict.yaml", strings.ReplaceAll(unknownFieldManifest, "NAME", "unknown-strict"))
+			unknownRaw := write("unknown-raw.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"unknown-raw"},"bogus":1}`)
 			editor := filepath.Join(dir, "editor.sh")
 			if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/nginx:1.28/nginx:1.29/' \"$1\"\n"), 0o700); err != nil {
 				t.Fatal(err)
@@ -116,6 +156,18 @@ func TestKubectlWorkflows(t *testing.T) {
 				{args: []string{"create", "secret", "generic", "creds", "--from-literal=k=v"}, stdout: []string{`secret/creds created`}},
 				{args: []string{"describe", "secret", "creds"}, stdout: []string{`(?m)^k:\s+1 bytes$`}},
 				{args: []string{"get", "deploy", "--chunk-size=1"}, stdout: []string{`(?m)^api\s`, `(?m)^web\s`}},
+
+				// A List is validated by kubectl against the v2 schemas.
+				{args: []string{"create", "-f", list}, stdout: []string{`configmap/listed-a created`, `configmap/listed-b created`}},
+				{args: []string{"create", "-f", badList}, wantExit: 1, stderr: []string{`unknown field "bogus" in io.k8s.api.core.v1.ConfigMap`, `--validate=false`}},
+				{args: []string{"get", "configmap", "listed-c"}, wantExit: 1, stderr: []string{`NotFound`}},
+				// Anything else by the server, as fieldValidation says:
+				// kubectl's Strict by default, Warn on request, and Warn
+				// when a client does not say.
+				{args: []string{"create", "-f", unknownStrict}, wantExit: 1, stderr: []string{`ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"`}},
+				{args: []string{"create", "-f", unknownWarn, "--validate=warn"}, stdout: []string{`configmap/unknown-warn created`}, stderr: []string{`(?m)^Warning: unknown field "bogus"$`}},
+				{args: []string{"create", "--raw", "/api/v1/namespaces/default/configmaps", "-f", unknownRaw}, stdout: []string{`"name":"unknown-raw"`}, stderr: []string{`(?m)^Warning: unknown field "bogus"$`}},
+				{args: []string{"get", "configmaps", "-o", "name"}, stdout: []string{`(?m)^configmap/listed-a$`, `(?m)^configmap/listed-b$`, `(?m)^configmap/unknown-warn$`, `(?m)^configmap/unknown-raw$`}},
 
 				{args: []string{"delete", "-l", "app=solo", "pods"}, stdout: []string{`pod "p1" deleted`}},
 				{args: []string{"delete", "-f", v1}, stdout: []string{`deployment.apps "web" deleted`}},

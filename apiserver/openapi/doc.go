@@ -24,11 +24,15 @@
 //   - the schemas convert to structured-merge-diff types, as server-side
 //     apply and client-go's openapi.NewTypeConverter need.
 //
-// A Builder makes every document once, in New; serving is a map lookup:
+// A Builder makes every document once, in New; serving is a map lookup.
+// Each document comes with kube's hash of it, the uppercase hex SHA-512 of
+// its JSON, which kube-apiserver sends as the ETag and puts in the v3
+// index's URLs:
 //
 //	b, err := openapi.New(resources, "Kubernetes", "v1.32.0")
 //	...
 //	mux.HandleFunc("GET /openapi/v2", func(w http.ResponseWriter, r *http.Request) {
+//		w.Header().Set("Etag", strconv.Quote(b.V2Hash()))
 //		w.Header().Set("Content-Type", "application/json")
 //		w.Write(b.V2())
 //	})
@@ -46,7 +50,10 @@
 //		w.Write(doc)
 //	})
 //
-// kubectl asks for /openapi/v2 in protobuf only; V2 is JSON, so a server
-// that cannot convert it should answer that request with 404 or 406, which
-// kubectl tolerates while v3 works.
+// kubectl asks for /openapi/v2 in protobuf only
+// (application/com.github.proto-openapi.spec.v2@v1.0+protobuf), whenever
+// it validates a manifest on the client: for a kind no PATCH operation of
+// the v3 documents names (the reviews, a List of objects). V2Protobuf is
+// that form: V2 parsed into a gnostic openapi_v2.Document, as
+// kube-openapi's handler converts it.
 package openapi

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,8 +54,9 @@ type Subresource struct {
 // Builder holds the OpenAPI documents of a set of resources. New makes them
 // once; they are immutable afterwards and safe for concurrent use.
 type Builder struct {
-	v2      []byte
-	v3Index []byte
+	v2      document
+	v2Proto []byte // v2 as a gnostic openapi_v2.Document in protobuf
+	v3Index document
 	v3      map[string]document // by index key, e.g. "apis/apps/v1"
 }
 
@@ -99,8 +102,13 @@ func New(resources []Resource, title, version string) (*Builder, error) {
 	}
 
 	b := &Builder{v3: map[string]document{}}
-	if b.v2, err = renderV2(routes, defsV2, title, version); err != nil {
+	v2, err := renderV2(routes, defsV2, title, version)
+	if err != nil {
 		return nil, fmt.Errorf("openapi: encode v2: %w", err)
+	}
+	b.v2 = document{json: v2, hash: docHash(v2)}
+	if b.v2Proto, err = toProtobuf(v2); err != nil {
+		return nil, fmt.Errorf("openapi: encode v2 as protobuf: %w", err)
 	}
 
 	byGV := map[schema.GroupVersion][]route{}
@@ -113,24 +121,56 @@ func New(resources []Resource, title, version string) (*Builder, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openapi: encode v3 %s: %w", gv, err)
 		}
-		// kube-apiserver's hash: the uppercase hex SHA-512 of the document.
 		// kubectl caches documents by URL, so the hash must change with the
 		// document.
-		hash := fmt.Sprintf("%X", sha512.Sum512(doc))
+		hash := docHash(doc)
 		key := gvKey(gv)
 		b.v3[key] = document{json: doc, hash: hash}
 		index.Paths[key] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: "/openapi/v3/" + key + "?hash=" + hash}
 	}
-	if b.v3Index, err = json.Marshal(index); err != nil {
+	indexJSON, err := json.Marshal(index)
+	if err != nil {
 		return nil, fmt.Errorf("openapi: encode v3 index: %w", err)
 	}
+	b.v3Index = document{json: indexJSON, hash: docHash(indexJSON)}
 	return b, nil
 }
 
 // V2 returns the swagger 2.0 document, as JSON, for /openapi/v2. The
 // returned slice is the caller's.
 func (b *Builder) V2() []byte {
-	return bytes.Clone(b.v2)
+	return bytes.Clone(b.v2.json)
+}
+
+// V2Protobuf returns the swagger 2.0 document as kube-apiserver serves it
+// to kubectl, which asks for
+// application/com.github.proto-openapi.spec.v2@v1.0+protobuf: V2 parsed
+// into a gnostic openapi_v2.Document and marshalled as protobuf. The
+// returned slice is the caller's.
+func (b *Builder) V2Protobuf() []byte {
+	return bytes.Clone(b.v2Proto)
+}
+
+// V2Hash is kube-apiserver's ETag of /openapi/v2, unquoted: the hash of the
+// JSON document, which the protobuf one shares.
+func (b *Builder) V2Hash() string {
+	return b.v2.hash
+}
+
+// docHash is kube-openapi's hash of a document, for ETags and the v3 index:
+// the uppercase hex SHA-512 of its bytes.
+func docHash(doc []byte) string {
+	return fmt.Sprintf("%X", sha512.Sum512(doc))
+}
+
+// toProtobuf converts a swagger 2.0 JSON document to protobuf as
+// kube-openapi's handler does.
+func toProtobuf(doc []byte) ([]byte, error) {
+	parsed, err := openapi_v2.ParseDocument(doc)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(parsed)
 }
 
 // V3Index returns the /openapi/v3 index: {"paths": {"api/v1":
@@ -138,7 +178,12 @@ func (b *Builder) V2() []byte {
 // the uppercase hex SHA-512 of that document. The returned slice is the
 // caller's.
 func (b *Builder) V3Index() []byte {
-	return bytes.Clone(b.v3Index)
+	return bytes.Clone(b.v3Index.json)
+}
+
+// V3IndexHash is the hash of V3Index, kube-apiserver's ETag of /openapi/v3.
+func (b *Builder) V3IndexHash() string {
+	return b.v3Index.hash
 }
 
 // V3 returns the OpenAPI 3.0 document of one group version, addressed as in

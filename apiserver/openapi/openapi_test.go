@@ -101,25 +101,15 @@ func newTestBuilder(t *testing.T, resources []Resource) *Builder {
 }
 
 // serve is a test-only /openapi server over a Builder, shaped like
-// kube-apiserver's: v2 as JSON or, when asked, protobuf (converted with
-// gnostic as kube-openapi's handler does), and the v3 index and documents.
+// kube-apiserver's: v2 as JSON or, when asked, protobuf, and the v3 index
+// and documents.
 func serve(t *testing.T, b *Builder) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /openapi/v2", func(w http.ResponseWriter, r *http.Request) {
 		doc := b.V2()
 		if strings.Contains(r.Header.Get("Accept"), "protobuf") {
-			parsed, err := openapi_v2.ParseDocument(doc)
-			if err != nil {
-				t.Errorf("gnostic cannot parse the v2 document: %v", err)
-				http.Error(w, "bad document", http.StatusInternalServerError)
-				return
-			}
-			if doc, err = proto.Marshal(parsed); err != nil {
-				t.Errorf("marshal v2 protobuf: %v", err)
-				http.Error(w, "bad document", http.StatusInternalServerError)
-				return
-			}
+			doc = b.V2Protobuf()
 			w.Header().Set("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
 		} else {
 			w.Header().Set("Content-Type", "application/json")
@@ -745,11 +735,36 @@ func TestIndexAndHashes(t *testing.T) {
 		t.Errorf("apis/apps/v1 hash changed when core secrets were dropped")
 	}
 
+	// v2 and the index have their hashes too, for ETags; the protobuf
+	// form is the JSON one, parsed as kube-openapi's handler parses it.
+	if want := fmt.Sprintf("%X", sha512.Sum512(b.V2())); b.V2Hash() != want {
+		t.Errorf("V2Hash %s, want SHA-512 %s", b.V2Hash(), want)
+	}
+	if want := fmt.Sprintf("%X", sha512.Sum512(b.V3Index())); b.V3IndexHash() != want {
+		t.Errorf("V3IndexHash %s, want SHA-512 %s", b.V3IndexHash(), want)
+	}
+	fromJSON, err := openapi_v2.ParseDocument(b.V2())
+	if err != nil {
+		t.Fatalf("gnostic cannot parse the v2 document: %v", err)
+	}
+	pb := &openapi_v2.Document{}
+	if err := proto.Unmarshal(b.V2Protobuf(), pb); err != nil {
+		t.Fatalf("V2Protobuf is not a gnostic Document: %v", err)
+	}
+	if !proto.Equal(pb, fromJSON) {
+		t.Errorf("V2Protobuf is not the V2 document")
+	}
+
 	// The returned slices are the caller's.
 	v2 := b.V2()
 	v2[0] = 'X'
 	if b.V2()[0] == 'X' {
 		t.Errorf("V2 hands out its own buffer")
+	}
+	v2pb := b.V2Protobuf()
+	v2pb[0] ^= 0xff
+	if b.V2Protobuf()[0] == v2pb[0] {
+		t.Errorf("V2Protobuf hands out its own buffer")
 	}
 }
 

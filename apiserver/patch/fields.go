@@ -71,10 +71,11 @@ const (
 	yamlConversionErrorPrefix = "error converting YAML to JSON: " + yamlErrorsPrefix
 )
 
-// yamlWarnings splits a strict YAML error into one warning per line, each
-// naming a line of the body ("line 3: key \"a\" already set in map"), as
-// kube-apiserver does; any other error is one warning.
-func yamlWarnings(err error) []string {
+// YAMLWarnings returns the Warning texts kube-apiserver sends for a strict
+// decoding problem: a strict YAML error split into one text per line, each
+// naming a line of the body ("line 3: key \"a\" already set in map"), at
+// most 100 and a count of the rest; any other error is one text.
+func YAMLWarnings(err error) []string {
 	text := err.Error()
 	rest, ok := strings.CutPrefix(text, yamlConversionErrorPrefix)
 	if !ok {

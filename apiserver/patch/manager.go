@@ -234,7 +234,7 @@ func (m *Manager) Patch(current runtime.Object, req Request) (obj runtime.Object
 			if validation == metav1.FieldValidationStrict {
 				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", check.problems[0]))
 			}
-			return obj, yamlWarnings(check.problems[0]), nil
+			return obj, YAMLWarnings(check.problems[0]), nil
 		}
 		return obj, nil, nil
 	}
