@@ -85,11 +85,12 @@ func (c *cluster) start(t *testing.T) {
 	if c.proc != nil {
 		t.Fatal("start: trustplane is already running")
 	}
-	ports := freePorts(t, 3)
+	ports := freePorts(t, 4)
 	args := []string{"up", "--dir", c.dir,
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]),
 		"--etcd-peer-port", strconv.Itoa(ports[2]),
+		"--etcd-http-port", strconv.Itoa(ports[3]),
 	}
 	fmt.Fprintf(c.log, "--- trustplane %s\n", strings.Join(args, " "))
 	cmd := exec.Command(c.bin, args...)

@@ -76,12 +76,12 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	bin := trustplaneBinary(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	ports := freePorts(t, 3)
-	api, client, peer := strconv.Itoa(ports[0]), strconv.Itoa(ports[1]), strconv.Itoa(ports[2])
+	ports := freePorts(t, 4)
+	api, client, peer, httpPort := strconv.Itoa(ports[0]), strconv.Itoa(ports[1]), strconv.Itoa(ports[2]), strconv.Itoa(ports[3])
 	if out, err := exec.Command(bin, "init", "--dir", dir, "--secure-port", api).CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	line := runUntilLine(t, bin, "etcd serving at ", "etcd", "--dir", dir, "--etcd-client-port", client, "--etcd-peer-port", peer)
+	line := runUntilLine(t, bin, "etcd serving at ", "etcd", "--dir", dir, "--etcd-client-port", client, "--etcd-peer-port", peer, "--etcd-http-port", httpPort)
 	etcdURL := strings.TrimPrefix(line, "etcd serving at ")
 	if etcdURL != "https://127.0.0.1:"+client {
 		t.Errorf("etcd at %q, want https://127.0.0.1:%s", etcdURL, client)

@@ -15,6 +15,7 @@
 //		PKIDir:        "trustplane-data/pki/etcd",
 //		ClientAddress: "127.0.0.1:2379",
 //		PeerAddress:   "127.0.0.1:2380",
+//		HTTPAddress:   "127.0.0.1:2381",
 //	})
 //	if err != nil { ... }
 //	defer srv.Close()

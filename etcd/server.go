@@ -40,6 +40,12 @@ type Config struct {
 	// ClientAddress and PeerAddress are host:port to listen on.
 	ClientAddress string
 	PeerAddress   string
+	// HTTPAddress is host:port for etcd's HTTP endpoints (/health,
+	// /version, /metrics), behind the same mutual TLS as the client
+	// address. It keeps them off ClientAddress, where etcd would serve
+	// gRPC through net/http, which costs the API server about 15% more
+	// CPU per write than etcd's own gRPC server.
+	HTTPAddress string
 	// StartTimeout bounds the wait for the member to be ready.
 	StartTimeout time.Duration
 	Logger       *slog.Logger
@@ -58,7 +64,7 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("etcd PKI: %w", err))
 		}
 	}
-	for what, a := range map[string]string{"client": c.ClientAddress, "peer": c.PeerAddress} {
+	for what, a := range map[string]string{"client": c.ClientAddress, "peer": c.PeerAddress, "HTTP": c.HTTPAddress} {
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			errs = append(errs, fmt.Errorf("etcd %s address %q: %w", what, a, err))
 		}
@@ -76,6 +82,7 @@ func (c *Config) validate() error {
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	httpURL   string
 	closing   *atomic.Bool
 	closeOnce sync.Once
 }
@@ -100,6 +107,7 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	cfg.Dir = c.DataDir
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenClientHttpUrls = []url.URL{{Scheme: "https", Host: c.HTTPAddress}}
 	cfg.ListenPeerUrls = []url.URL{peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = fmt.Sprintf("%s=%s", c.Name, peerURL.String())
@@ -145,7 +153,7 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 		stop()
 		return nil, ctx.Err()
 	}
-	s := &Server{etcd: e, clientURL: clientURL.String(), closing: closing}
+	s := &Server{etcd: e, clientURL: clientURL.String(), httpURL: "https://" + c.HTTPAddress, closing: closing}
 	if err := s.enableAuth(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("enable etcd authentication: %w", err)
@@ -212,6 +220,9 @@ func (s *Server) enableAuth(ctx context.Context) error {
 
 // ClientURL is the URL clients dial.
 func (s *Server) ClientURL() string { return s.clientURL }
+
+// HTTPURL is the URL of etcd's HTTP endpoints, such as /health.
+func (s *Server) HTTPURL() string { return s.httpURL }
 
 // Err reports a fatal error of the running member.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }

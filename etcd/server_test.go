@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"crypto/tls"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,7 +125,38 @@ func TestRestartKeepsDataAndAuth(t *testing.T) {
 
 func TestStartRejectsMissingPKI(t *testing.T) {
 	_, err := etcd.Start(ctx(t), etcd.Config{Name: "x", DataDir: t.TempDir(), PKIDir: filepath.Join(t.TempDir(), "none"), ClientAddress: "127.0.0.1:1", PeerAddress: "127.0.0.1:2"})
-	if err == nil || !strings.Contains(err.Error(), "ca.crt") {
-		t.Fatalf("err = %v, want it to name the missing CA", err)
+	if err == nil || !strings.Contains(err.Error(), "ca.crt") || !strings.Contains(err.Error(), `etcd HTTP address ""`) {
+		t.Fatalf("err = %v, want it to name the missing CA and HTTP address", err)
+	}
+}
+
+// etcd's HTTP endpoints are on their own address, behind the same mutual
+// TLS, so that the client address serves gRPC alone.
+func TestHTTPEndpointsHaveTheirOwnAddress(t *testing.T) {
+	e := etcdtest.Start(t)
+	tlsConfig, err := e.ClientConfig.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(tlsConfig *tls.Config, url string) (int, error) {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
+		defer c.CloseIdleConnections()
+		resp, err := c.Get(url)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := get(tlsConfig, e.Server.HTTPURL()+"/health"); err != nil || code != http.StatusOK {
+		t.Errorf("GET /health on the HTTP address: %d %v, want 200", code, err)
+	}
+	if code, err := get(tlsConfig, e.Server.ClientURL()+"/health"); err == nil && code == http.StatusOK {
+		t.Error("GET /health on the client address answered 200: HTTP is still served beside gRPC")
+	}
+	anonymous := tlsConfig.Clone()
+	anonymous.Certificates = nil
+	if code, err := get(anonymous, e.Server.HTTPURL()+"/health"); err == nil {
+		t.Errorf("GET /health without a client certificate: %d, want a refused handshake", code)
 	}
 }

@@ -204,11 +204,12 @@ func benchRun(t *testing.T, bin string, args ...string) (stdout, stderr []byte, 
 // SIGTERM and must exit cleanly.
 func benchUp(t *testing.T, bin, dir string) string {
 	t.Helper()
-	ports := benchFreePorts(t, 3)
+	ports := benchFreePorts(t, 4)
 	cmd := exec.Command(bin, "up", "--dir", dir,
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]),
-		"--etcd-peer-port", strconv.Itoa(ports[2]))
+		"--etcd-peer-port", strconv.Itoa(ports[2]),
+		"--etcd-http-port", strconv.Itoa(ports[3]))
 	var log benchBuffer
 	cmd.Stderr = &log
 	stdout, err := cmd.StdoutPipe()

@@ -21,12 +21,14 @@ type etcdFlags struct {
 	listenAddress string
 	clientPort    int
 	peerPort      int
+	httpPort      int
 }
 
 func (f *etcdFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listenAddress, "etcd-listen-address", "127.0.0.1", "IP address etcd listens on for clients and peers")
 	fs.IntVar(&f.clientPort, "etcd-client-port", 2379, "etcd client port")
 	fs.IntVar(&f.peerPort, "etcd-peer-port", 2380, "etcd peer port")
+	fs.IntVar(&f.httpPort, "etcd-http-port", 2381, "etcd port for /health, /version and /metrics, behind the same mutual TLS")
 }
 
 func (f *etcdFlags) validate() error {
@@ -34,7 +36,7 @@ func (f *etcdFlags) validate() error {
 	if net.ParseIP(f.listenAddress) == nil {
 		errs = append(errs, fmt.Errorf("--etcd-listen-address %q is not an IP address", f.listenAddress))
 	}
-	for name, p := range map[string]int{"--etcd-client-port": f.clientPort, "--etcd-peer-port": f.peerPort} {
+	for name, p := range map[string]int{"--etcd-client-port": f.clientPort, "--etcd-peer-port": f.peerPort, "--etcd-http-port": f.httpPort} {
 		if p <= 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range", name, p))
 		}
@@ -50,6 +52,7 @@ func startEtcd(ctx context.Context, dir string, f *etcdFlags, logger *slog.Logge
 		PKIDir:        l.EtcdPKI(),
 		ClientAddress: net.JoinHostPort(f.listenAddress, strconv.Itoa(f.clientPort)),
 		PeerAddress:   net.JoinHostPort(f.listenAddress, strconv.Itoa(f.peerPort)),
+		HTTPAddress:   net.JoinHostPort(f.listenAddress, strconv.Itoa(f.httpPort)),
 		Logger:        logger,
 	})
 }

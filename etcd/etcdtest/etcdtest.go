@@ -44,13 +44,14 @@ func Start(t testing.TB) *Etcd {
 // dir/etcd, stopped at cleanup.
 func StartIn(t testing.TB, dir string, tree *pki.Tree) *Etcd {
 	t.Helper()
-	ports := FreePorts(t, 2)
+	ports := FreePorts(t, 3)
 	srv, err := etcd.Start(context.Background(), etcd.Config{
 		Name:          "test",
 		DataDir:       filepath.Join(dir, "etcd"),
 		PKIDir:        filepath.Join(tree.Dir, pki.EtcdDir),
 		ClientAddress: ports[0],
 		PeerAddress:   ports[1],
+		HTTPAddress:   ports[2],
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
