@@ -155,8 +155,12 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	return c, closeAll, nil
 }
 
-// LoadServiceAccountKeys reads the token signing key pair, pkiDir/sa.key
-// and sa.pub, for tokens with the given issuer.
+// LoadServiceAccountKeys reads the token signing key, pkiDir/sa.key, and
+// the keys tokens are verified with, pkiDir/sa.pub, for tokens with the
+// given issuer. sa.pub may hold several public keys, so that a key can be
+// rotated: sign with a new sa.key, keep the old public key in sa.pub until
+// the tokens it signed have expired, then remove it. sa.pub must hold the
+// public key of sa.key, or the server could not verify its own tokens.
 func LoadServiceAccountKeys(pkiDir, issuer string) (*serviceaccount.Issuer, *serviceaccount.Verifier, error) {
 	keyPEM, err := os.ReadFile(filepath.Join(pkiDir, pki.ServiceAccountKey))
 	if err != nil {
@@ -173,6 +177,9 @@ func LoadServiceAccountKeys(pkiDir, issuer string) (*serviceaccount.Issuer, *ser
 	v, err := serviceaccount.LoadVerifier([][]byte{pubPEM}, issuer, []string{issuer})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !v.HasKey(i.KeyID()) {
+		return nil, nil, fmt.Errorf("service account keys: %s does not hold the public key of %s (key id %s)", pki.ServiceAccountPub, pki.ServiceAccountKey, i.KeyID())
 	}
 	return i, v, nil
 }

@@ -41,6 +41,9 @@ func LoadIssuer(keyPEM []byte, issuer string) (*Issuer, error) {
 	return &Issuer{issuer: issuer, key: key, kid: kid}, nil
 }
 
+// KeyID is the key id ("kid") of the signing key.
+func (i *Issuer) KeyID() string { return i.kid }
+
 // Issue signs a token for c at time now. It sets "iss" to the issuer, "iat"
 // and "nbf" to now, "exp" to c.Expiry, "jti" to c.ID (a new UUID when c.ID
 // is empty) and "sub" to system:serviceaccount:<namespace>:<name>; the

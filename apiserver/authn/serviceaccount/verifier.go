@@ -94,6 +94,12 @@ func LoadVerifier(publicKeysPEM [][]byte, issuer string, defaultAudiences []stri
 	return v, nil
 }
 
+// HasKey reports whether the verifier accepts the key with key id kid.
+func (v *Verifier) HasKey(kid string) bool {
+	_, ok := v.byKID[kid]
+	return ok
+}
+
 // LooksLikeJWT reports whether token has the shape Verify accepts: at most
 // 64 KiB of three non-empty base64url segments separated by dots. It reads
 // the string once, allocates nothing and verifies nothing, so an
