@@ -6,7 +6,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
@@ -49,12 +49,10 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 
 // patchRequest is what a PATCH carries besides its URL.
 type patchRequest struct {
-	contentType     string
-	body            []byte
-	fieldManager    string
-	force           bool
-	fieldValidation string
-	dry             bool
+	contentType string
+	body        []byte
+	opts        *metav1.PatchOptions // validated
+	dry         bool
 }
 
 // request is p for the patch manager.
@@ -62,13 +60,15 @@ func (p *patchRequest) request(userAgent string) patch.Request {
 	return patch.Request{
 		ContentType:     p.contentType,
 		Body:            p.body,
-		FieldManager:    p.fieldManager,
-		Force:           p.force,
-		FieldValidation: p.fieldValidation,
+		FieldManager:    p.opts.FieldManager,
+		Force:           p.opts.Force != nil && *p.opts.Force,
+		FieldValidation: p.opts.FieldValidation,
 		UserAgent:       userAgent,
 	}
 }
 
+// readPatch reads a PATCH in kube-apiserver's order: its content type
+// (415), its body (413) and its options (422).
 func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType, _, err := mime.ParseMediaType(ct)
@@ -79,20 +79,11 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	p := &patchRequest{contentType: mediaType, body: body, fieldManager: q.Get("fieldManager"), fieldValidation: q.Get("fieldValidation")}
-	if v := q.Get("force"); v != "" {
-		if p.force, err = strconv.ParseBool(v); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("force must be true or false, got %q", v))
-		}
-		if p.force && mediaType != string(patch.Types[3]) {
-			return nil, apierrors.NewBadRequest("force is only allowed for apply patches")
-		}
-	}
-	if p.dry, err = dryRun(q["dryRun"]); err != nil {
+	opts, err := patchOptions(r, types.PatchType(mediaType))
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &patchRequest{contentType: mediaType, body: body, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 }
 
 // patch applies a JSON, merge, strategic merge or apply patch to an object
@@ -136,7 +127,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 				q.res.defaults(obj)
 			}
 			auditRequestObject(r.Context(), obj)
-			s.createObject(w, r, q, obj, p.dry, func(o runtime.Object) (runtime.Object, error) { return o, nil })
+			s.createObject(w, r, q, obj, patchToCreateOptions(p.opts), func(o runtime.Object) (runtime.Object, error) { return o, nil })
 			return
 		}
 	}
@@ -169,7 +160,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		}
 		return patched, nil
 	}
-	s.writeUpdate(w, r, q, build, &metav1.PatchOptions{})
+	s.writeUpdate(w, r, q, build, patchToUpdateOptions(p.opts), p.dry)
 }
 
 // patchScale patches the Scale of a Deployment or ReplicaSet (kubectl
@@ -201,7 +192,7 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restReque
 		// A patch that does not name a resourceVersion is unconditional.
 		scale.ResourceVersion = ""
 	}
-	s.writeScale(w, r, q, scale)
+	s.writeScale(w, r, q, scale, patchToUpdateOptions(p.opts), p.dry)
 }
 
 const maxScalePatchBytes = 64 << 10

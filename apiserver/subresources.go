@@ -18,7 +18,12 @@ import (
 // bind assigns a pod to a node (pods/binding): once, and only a pod that
 // no node has yet.
 func (s *Server) bind(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	obj, err := s.decodeKind(w, r, corev1.SchemeGroupVersion.WithKind("Binding"), func() runtime.Object { return &corev1.Binding{} })
+	opts, err := createOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeKind(w, r, opts.FieldValidation, corev1.SchemeGroupVersion.WithKind("Binding"), func() runtime.Object { return &corev1.Binding{} })
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
@@ -65,7 +70,7 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		return p, nil
 	}
 	// Bound: kube answers a Status of success with 201.
-	s.writeUpdateThen(w, r, q, build, &metav1.CreateOptions{}, func(runtime.Object) {
+	s.writeUpdateThen(w, r, q, build, opts, isDryRun(opts.DryRun), func(runtime.Object) {
 		s.respond.object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 	})
 }
@@ -142,16 +147,21 @@ func (s *Server) getScale(w http.ResponseWriter, r *http.Request, q *restRequest
 // updateScale sets the replicas of a Deployment or ReplicaSet from a
 // Scale, whose resourceVersion, if set, is the precondition.
 func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	obj, err := s.decodeKind(w, r, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+	opts, err := updateOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeKind(w, r, opts.FieldValidation, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
 	}
 	auditRequestObject(r.Context(), obj)
-	s.writeScale(w, r, q, obj.(*autoscalingv1.Scale))
+	s.writeScale(w, r, q, obj.(*autoscalingv1.Scale), opts, isDryRun(opts.DryRun))
 }
 
-func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restRequest, scale *autoscalingv1.Scale) {
+func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restRequest, scale *autoscalingv1.Scale, opts runtime.Object, dry bool) {
 	if scale.Spec.Replicas < 0 {
 		s.respond.error(w, r, apierrors.NewInvalid(scaleKind.GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")}))
 		return
@@ -172,7 +182,7 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restReque
 		}
 		return old, nil
 	}
-	s.writeUpdateThen(w, r, q, build, &metav1.UpdateOptions{}, func(obj runtime.Object) {
+	s.writeUpdateThen(w, r, q, build, opts, dry, func(obj runtime.Object) {
 		out, err := scaleOf(obj)
 		if err != nil {
 			s.respond.error(w, r, err)
