@@ -163,64 +163,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	s.writeUpdate(w, r, q, build, patchToUpdateOptions(p.opts), p.dry)
 }
 
-// patchScale patches the Scale of a Deployment or ReplicaSet (kubectl
-// scale sends a merge patch) and stores its replicas. fieldValidation
-// applies as to any other patch, to the fields of the Scale.
-func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	p, err := s.readPatch(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	obj := q.res.newObject()
-	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
-		s.respond.error(w, r, q.storageError(err, q.name))
-		return
-	}
-	current, err := scaleOf(obj)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	scale, warnings, err := patchScaleObject(s.scalePatcher, current, p, r.UserAgent())
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	warn(w, warnings...)
-	if scale.ResourceVersion == current.ResourceVersion {
-		// A patch that does not name a resourceVersion is unconditional.
-		scale.ResourceVersion = ""
-	}
-	s.writeScale(w, r, q, scale, patchToUpdateOptions(p.opts), p.dry)
-}
-
-const maxScalePatchBytes = 64 << 10
-
-// patchScaleObject applies a JSON, merge or strategic merge patch to a
-// Scale with m, the Scale's patch manager, which also checks the patch's
-// options and its fields. A Scale has no managed fields: the replicas it
-// sets are recorded on the object it scales.
-func patchScaleObject(m *patch.Manager, current *autoscalingv1.Scale, p *patchRequest, userAgent string) (*autoscalingv1.Scale, []string, error) {
-	// A Scale is a few hundred bytes; a large patch of it can only be an
-	// attempt to make the merge costly.
-	if len(p.body) > maxScalePatchBytes {
-		return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
-	}
-	if p.contentType == patch.Types[3] {
-		return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", "the scale subresource takes JSON, merge and strategic merge patches", 0, false)
-	}
-	obj, warnings, err := m.Patch(current, p.request(userAgent))
-	if err != nil {
-		return nil, nil, err
-	}
-	scale, ok := obj.(*autoscalingv1.Scale)
-	if !ok {
-		return nil, nil, fmt.Errorf("the Scale patch manager made a %T", obj)
-	}
-	return scale, warnings, nil
-}
-
 // setsResourceVersion reports whether a patch names a resourceVersion,
 // which makes it a precondition. A body it cannot read is treated as
 // naming one: the patch then fails or holds to the stored version.
