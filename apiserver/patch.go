@@ -21,10 +21,10 @@ import (
 	"github.com/trustplane/trustplane/apiserver/patch"
 )
 
-// newPatchers builds one patch manager per served kind, and one for the
-// autoscaling/v1 Scale of the scale subresources, over a single type
-// converter.
-func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
+// newPatchers builds one patch manager per served kind, over client-go's
+// type converter, and one for the autoscaling/v1 Scale of the scale
+// subresources over scaleTypes, which knows a Scale.
+func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields.TypeConverter) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
 	tc := patch.NewTypeConverter(scheme)
 	out := map[schema.GroupVersionResource]*patch.Manager{}
 	for _, res := range reg.all {
@@ -37,10 +37,8 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 		}
 		out[res.gvr] = m
 	}
-	// client-go's schema has no Scale. The Scale's managed fields are
-	// never stored, so a converter that deduces the schema from the object
-	// serves: only the patching and its field validation are used.
-	scale, err := patch.NewManager(scheme, managedfields.NewDeducedTypeConverter(), scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+	// What it records goes to the parent object through scale.go.
+	scale, err := patch.NewSubresourceManager(scheme, scaleTypes, scaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} })
 	if err != nil {
 		return nil, nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
 	}
