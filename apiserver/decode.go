@@ -8,10 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
@@ -34,8 +32,8 @@ func readBody(r *http.Request) ([]byte, error) {
 // body's content type (JSON, YAML or protobuf), checks that it is of the
 // resource's kind and sets the kind's defaults. See decodeKind for
 // fieldValidation.
-func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resource) (runtime.Object, error) {
-	obj, err := s.decodeKind(w, r, res.gvk(), res.newObject)
+func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, validation string, res *resource) (runtime.Object, error) {
+	obj, err := s.decodeKind(w, r, validation, res.gvk(), res.newObject)
 	if err != nil {
 		return nil, err
 	}
@@ -46,21 +44,18 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, res *resou
 }
 
 // decodeKind decodes the body of a POST or PUT as a want, made by
-// newObject. As in kube-apiserver, the fieldValidation parameter decides
-// what becomes of the unknown fields and duplicate keys of a JSON or YAML
-// body: Strict refuses the body (400), Warn, the default, drops them with
-// a Warning header for each, Ignore drops them silently. A protobuf body
-// has no names to check.
-func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
+// newObject. As in kube-apiserver, validation, the request's validated
+// fieldValidation option, decides what becomes of the unknown fields and
+// duplicate keys of a JSON or YAML body: Strict refuses the body (400);
+// Warn, the default ("" or a value validation would have refused), drops
+// them with a Warning header for each; Ignore drops them silently. A
+// protobuf body has no names to check.
+func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, validation string, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
 	info, err := negotiation.NegotiateInputSerializer(r, false, s.codecs)
-	if err != nil {
-		return nil, err
-	}
-	validation, err := fieldValidation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -101,27 +96,6 @@ func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, want schema.
 	return obj, nil
 }
 
-// fieldValidation is the fieldValidation parameter of a POST or PUT, Warn
-// when it is absent. Any value but Ignore, Warn and Strict is refused as
-// kube-apiserver refuses it, 422 Invalid naming the CreateOptions or
-// UpdateOptions:
-//
-//	CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"
-func fieldValidation(r *http.Request) (string, error) {
-	v := r.URL.Query().Get("fieldValidation")
-	if errs := metavalidation.ValidateFieldValidation(field.NewPath("fieldValidation"), v); len(errs) > 0 {
-		kind := "CreateOptions"
-		if r.Method == http.MethodPut {
-			kind = "UpdateOptions"
-		}
-		return "", apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
-	}
-	if v == "" {
-		return metav1.FieldValidationWarn, nil
-	}
-	return v, nil
-}
-
 func kindString(gvk schema.GroupVersionKind) string {
 	if gvk.Empty() {
 		return "object of unknown kind"
@@ -130,7 +104,8 @@ func kindString(gvk schema.GroupVersionKind) string {
 }
 
 // decodeDeleteOptions reads the optional DeleteOptions body of a DELETE,
-// in JSON or protobuf.
+// in JSON or protobuf, takes dryRun and propagationPolicy from the query
+// when the body does not set them, and validates the options as kube does.
 func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := readBody(r)
@@ -159,26 +134,11 @@ func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, er
 		policy := metav1.DeletionPropagation(p)
 		opts.PropagationPolicy = &policy
 	}
-	if opts.PropagationPolicy != nil {
-		switch *opts.PropagationPolicy {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Orphan, Background or Foreground, got %q", *opts.PropagationPolicy))
-		}
+	if err := validateDeleteOptions(opts); err != nil {
+		return nil, err
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		return nil, apierrors.NewBadRequest("gracePeriodSeconds must not be negative")
 	}
 	return opts, nil
-}
-
-// dryRun reports whether a write is a dry run; All is the only value.
-func dryRun(values []string) (bool, error) {
-	switch {
-	case len(values) == 0:
-		return false, nil
-	case len(values) == 1 && values[0] == metav1.DryRunAll:
-		return true, nil
-	}
-	return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be All, got %q", values))
 }

@@ -22,11 +22,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) 
 		s.respond.error(w, r, err)
 		return
 	}
-	dry, err := dryRun(opts.DryRun)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
+	dry := isDryRun(opts.DryRun)
 	out, err := s.deleteOne(r.Context(), q, q.name, opts, dry)
 	if err != nil {
 		s.respond.error(w, r, err)
@@ -146,11 +142,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, q *res
 		s.respond.error(w, r, err)
 		return
 	}
-	dry, err := dryRun(opts.DryRun)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
+	dry := isDryRun(opts.DryRun)
 	cache := s.cache(q)
 	rev, err := cache.CurrentRevision(ctx)
 	if err != nil {

@@ -47,7 +47,14 @@ func FuzzDecodeBody(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/?fieldValidation="+url.QueryEscape(validation), bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentTypes[int(ct)%len(contentTypes)])
 		resource := s.registry.all[int(res)%len(s.registry.all)]
-		obj, err := s.decodeObject(httptest.NewRecorder(), r, resource)
+		opts, err := createOptions(r)
+		if err != nil {
+			if !isClientError(err) {
+				t.Fatalf("options error is not a 4xx API error: %v", err)
+			}
+			return
+		}
+		obj, err := s.decodeObject(httptest.NewRecorder(), r, opts.FieldValidation, resource)
 		if err != nil {
 			if !isClientError(err) {
 				t.Fatalf("decode error is not a 4xx API error: %v", err)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,28 +74,58 @@ var openAPIV2Offers = []struct{ accept, contentType string }{
 // whether the path was one of them. Every document carries kube's ETag,
 // the SHA-512 of its JSON, and a request whose If-None-Match names it is
 // answered 304 Not Modified.
+//
+// The cache headers are kube-apiserver's. Its WithCacheControl filter
+// marks every response "no-cache, private": a cache must ask again, and a
+// shared one must not keep what an authenticated client was given. A v3
+// document asked for by its hash, the URL the index gives, is the one
+// exception (kube-openapi's handler3): it cannot change, so it may be
+// kept for a year. A hash that is not the document's any more, kept by a
+// client from an older index, is answered 301 to the current URL.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 	path := r.URL.Path
+	if path != "/openapi/v2" && path != "/openapi/v3" && !strings.HasPrefix(path, "/openapi/v3/") {
+		return false
+	}
+	w.Header().Set("Cache-Control", "no-cache, private")
 	switch {
 	case path == "/openapi/v2":
 		s.serveOpenAPIV2(w, r)
 	case path == "/openapi/v3" || path == "/openapi/v3/":
 		serveDocument(w, r, "application/json", s.openapi.V3Index(), s.openapi.V3IndexHash(), s.openapiBuilt)
-	case strings.HasPrefix(path, "/openapi/v3/"):
-		doc, hash, ok := s.openapi.V3(strings.TrimPrefix(path, "/openapi/v3/"))
-		if !ok {
-			s.respond.error(w, r, notFound())
-			return true
-		}
-		if r.URL.Query().Get("hash") == hash {
-			// The hash names this exact document: it may be cached.
-			w.Header().Set("Cache-Control", "public, immutable")
-		}
-		serveDocument(w, r, "application/json", doc, hash, s.openapiBuilt)
 	default:
-		return false
+		s.serveOpenAPIV3(w, r, strings.TrimPrefix(path, "/openapi/v3/"))
 	}
 	return true
+}
+
+// serveOpenAPIV3 answers the v3 document of one group version, key being
+// its index key ("api/v1", "apis/apps/v1").
+func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request, key string) {
+	doc, hash, ok := s.openapi.V3(key)
+	if !ok {
+		s.respond.error(w, r, notFound())
+		return
+	}
+	// kube-openapi serves protobuf too, so caches must key on Accept; we
+	// serve JSON alone, but keep the header kube sends.
+	w.Header().Add("Vary", "Accept")
+	if want := r.URL.Query().Get("hash"); want != "" {
+		if want != hash {
+			// As handler3: the headers of the current document, no body.
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Etag", strconv.Quote(hash))
+			current := url.URL{Path: "/openapi/v3/" + strings.TrimPrefix(key, "/"), RawQuery: url.Values{"hash": {hash}}.Encode()}
+			http.Redirect(w, r, current.String(), http.StatusMovedPermanently)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, immutable")
+		// A year, kube's "never expires". kube writes the date in
+		// time.RFC1123 and local time, which reads "UTC" where HTTP wants
+		// "GMT" (http.ParseTime refuses it); this is the HTTP form.
+		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+	}
+	serveDocument(w, r, "application/json", doc, hash, s.openapiBuilt)
 }
 
 // serveOpenAPIV2 answers /openapi/v2 in the first form the Accept header

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
@@ -71,6 +74,112 @@ func TestOpenAPIEndpoints(t *testing.T) {
 	anonymous := ts.httpClient(t, nil)
 	if resp, err := anonymous.Get(ts.url + "/openapi/v3"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("anonymous OpenAPI: %v %v, want 401", resp, err)
+	}
+}
+
+// A v3 document asked for by the hash the index gave is cached for good;
+// by an old hash, the client is sent to the current one with a 301, as
+// kube-openapi's handler3 does. Without a hash, nothing may be cached
+// without asking again: kube-apiserver's WithCacheControl marks every
+// response so.
+func TestOpenAPIV3Hash(t *testing.T) {
+	ts := startServer(t)
+	c := ts.httpClient(t, admin)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	docs := map[string]string{} // index key -> hash
+	var index struct {
+		Paths map[string]struct {
+			URL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	resp, err := c.Get(ts.url + "/openapi/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&index)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, p := range index.Paths {
+		_, hash, ok := strings.Cut(p.URL, "?hash=")
+		if !ok || p.URL != "/openapi/v3/"+key+"?hash="+hash {
+			t.Fatalf("index URL of %s: %q", key, p.URL)
+		}
+		docs[key] = hash
+	}
+	const stale = "0C1DB4A4A6B5E1B6E5A3C6E1B0DAE1B0"
+	tests := []struct {
+		name, method, path, ifNoneMatch string
+		code                            int
+		cacheControl, location          string
+		expires                         bool
+	}{
+		{"no hash", "GET", "apis/apps/v1", "", 200, "no-cache, private", "", false},
+		{"empty hash", "GET", "apis/apps/v1?hash=", "", 200, "no-cache, private", "", false},
+		{"current hash", "GET", "apis/apps/v1?hash=" + docs["apis/apps/v1"], "", 200, "public, immutable", "", true},
+		{"current hash, core group", "GET", "api/v1?hash=" + docs["api/v1"], "", 200, "public, immutable", "", true},
+		{"current hash, revalidated", "GET", "apis/apps/v1?hash=" + docs["apis/apps/v1"], strconv.Quote(docs["apis/apps/v1"]), 304, "public, immutable", "", true},
+		{"old hash", "GET", "apis/apps/v1?hash=" + stale, "", 301, "no-cache, private", "/openapi/v3/apis/apps/v1?hash=" + docs["apis/apps/v1"], false},
+		{"old hash, core group", "GET", "api/v1?hash=" + stale, "", 301, "no-cache, private", "/openapi/v3/api/v1?hash=" + docs["api/v1"], false},
+		{"old hash, HEAD", "HEAD", "apis/apps/v1?hash=" + stale, "", 301, "no-cache, private", "/openapi/v3/apis/apps/v1?hash=" + docs["apis/apps/v1"], false},
+		{"old hash, If-None-Match of the current one", "GET", "apis/apps/v1?hash=" + stale, strconv.Quote(docs["apis/apps/v1"]), 301, "no-cache, private", "/openapi/v3/apis/apps/v1?hash=" + docs["apis/apps/v1"], false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, ts.url+"/openapi/v3/"+tt.path, nil)
+			if tt.ifNoneMatch != "" {
+				req.Header.Set("If-None-Match", tt.ifNoneMatch)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			key, _, _ := strings.Cut(tt.path, "?")
+			h := resp.Header
+			if resp.StatusCode != tt.code || h.Get("Cache-Control") != tt.cacheControl || h.Get("Location") != tt.location {
+				t.Errorf("got %d, Cache-Control %q, Location %q\nwant %d, Cache-Control %q, Location %q", resp.StatusCode, h.Get("Cache-Control"), h.Get("Location"), tt.code, tt.cacheControl, tt.location)
+			}
+			if got, want := h.Get("Etag"), strconv.Quote(docs[key]); got != want {
+				t.Errorf("Etag %s, want %s", got, want)
+			}
+			if got := h.Get("Vary"); got != "Accept" {
+				t.Errorf("Vary %q, want Accept", got)
+			}
+			if tt.code == http.StatusMovedPermanently && (h.Get("Content-Type") != "application/json" || len(body) != 0) {
+				t.Errorf("redirect: Content-Type %q and %d bytes of body, want application/json and none, as kube", h.Get("Content-Type"), len(body))
+			}
+			expires, err := http.ParseTime(h.Get("Expires"))
+			switch {
+			case !tt.expires && h.Get("Expires") != "":
+				t.Errorf("Expires %q, want none", h.Get("Expires"))
+			case tt.expires && err != nil:
+				t.Errorf("Expires %q: %v", h.Get("Expires"), err)
+			case tt.expires && (time.Until(expires) < 364*24*time.Hour || time.Until(expires) > 366*24*time.Hour):
+				t.Errorf("Expires %s, want a year from now", expires)
+			}
+		})
+	}
+	// Following the redirect, as client-go does, ends at the document.
+	resp, err = ts.httpClient(t, admin).Get(ts.url + "/openapi/v3/apis/apps/v1?hash=" + stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "hash="+docs["apis/apps/v1"] || resp.Header.Get("Cache-Control") != "public, immutable" {
+		t.Errorf("after the redirect: %d at %s, Cache-Control %q", resp.StatusCode, resp.Request.URL, resp.Header.Get("Cache-Control"))
+	}
+	for _, path := range []string{"/openapi/v3", "/openapi/v2"} {
+		resp, err := c.Get(ts.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Cache-Control"); got != "no-cache, private" {
+			t.Errorf("%s: Cache-Control %q, want no-cache, private", path, got)
+		}
 	}
 }
 

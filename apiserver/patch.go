@@ -6,7 +6,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -15,16 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
 )
 
-// newPatchers builds one patch manager per served kind, and one for the
-// autoscaling/v1 Scale of the scale subresources, over a single type
-// converter.
-func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
+// newPatchers builds one patch manager per served kind, over client-go's
+// type converter, and one for the autoscaling/v1 Scale of the scale
+// subresources over scaleTypes, which knows a Scale.
+func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields.TypeConverter) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
 	tc := patch.NewTypeConverter(scheme)
 	out := map[schema.GroupVersionResource]*patch.Manager{}
 	for _, res := range reg.all {
@@ -37,10 +37,8 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 		}
 		out[res.gvr] = m
 	}
-	// client-go's schema has no Scale. The Scale's managed fields are
-	// never stored, so a converter that deduces the schema from the object
-	// serves: only the patching and its field validation are used.
-	scale, err := patch.NewManager(scheme, managedfields.NewDeducedTypeConverter(), scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+	// What it records goes to the parent object through scale.go.
+	scale, err := patch.NewSubresourceManager(scheme, scaleTypes, scaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} })
 	if err != nil {
 		return nil, nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
 	}
@@ -49,12 +47,10 @@ func newPatchers(scheme *runtime.Scheme, reg *registry) (map[schema.GroupVersion
 
 // patchRequest is what a PATCH carries besides its URL.
 type patchRequest struct {
-	contentType     string
-	body            []byte
-	fieldManager    string
-	force           bool
-	fieldValidation string
-	dry             bool
+	contentType string
+	body        []byte
+	opts        *metav1.PatchOptions // validated
+	dry         bool
 }
 
 // request is p for the patch manager.
@@ -62,13 +58,15 @@ func (p *patchRequest) request(userAgent string) patch.Request {
 	return patch.Request{
 		ContentType:     p.contentType,
 		Body:            p.body,
-		FieldManager:    p.fieldManager,
-		Force:           p.force,
-		FieldValidation: p.fieldValidation,
+		FieldManager:    p.opts.FieldManager,
+		Force:           p.opts.Force != nil && *p.opts.Force,
+		FieldValidation: p.opts.FieldValidation,
 		UserAgent:       userAgent,
 	}
 }
 
+// readPatch reads a PATCH in kube-apiserver's order: its content type
+// (415), its body (413) and its options (422).
 func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType, _, err := mime.ParseMediaType(ct)
@@ -79,20 +77,11 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := r.URL.Query()
-	p := &patchRequest{contentType: mediaType, body: body, fieldManager: q.Get("fieldManager"), fieldValidation: q.Get("fieldValidation")}
-	if v := q.Get("force"); v != "" {
-		if p.force, err = strconv.ParseBool(v); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("force must be true or false, got %q", v))
-		}
-		if p.force && mediaType != string(patch.Types[3]) {
-			return nil, apierrors.NewBadRequest("force is only allowed for apply patches")
-		}
-	}
-	if p.dry, err = dryRun(q["dryRun"]); err != nil {
+	opts, err := patchOptions(r, types.PatchType(mediaType))
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &patchRequest{contentType: mediaType, body: body, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 }
 
 // patch applies a JSON, merge, strategic merge or apply patch to an object
@@ -136,7 +125,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 				q.res.defaults(obj)
 			}
 			auditRequestObject(r.Context(), obj)
-			s.createObject(w, r, q, obj, p.dry, func(o runtime.Object) (runtime.Object, error) { return o, nil })
+			s.createObject(w, r, q, obj, patchToCreateOptions(p.opts), func(o runtime.Object) (runtime.Object, error) { return o, nil })
 			return
 		}
 	}
@@ -169,65 +158,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		}
 		return patched, nil
 	}
-	s.writeUpdate(w, r, q, build, &metav1.PatchOptions{})
-}
-
-// patchScale patches the Scale of a Deployment or ReplicaSet (kubectl
-// scale sends a merge patch) and stores its replicas. fieldValidation
-// applies as to any other patch, to the fields of the Scale.
-func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	p, err := s.readPatch(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	obj := q.res.newObject()
-	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
-		s.respond.error(w, r, q.storageError(err, q.name))
-		return
-	}
-	current, err := scaleOf(obj)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	scale, warnings, err := patchScaleObject(s.scalePatcher, current, p, r.UserAgent())
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	warn(w, warnings...)
-	if scale.ResourceVersion == current.ResourceVersion {
-		// A patch that does not name a resourceVersion is unconditional.
-		scale.ResourceVersion = ""
-	}
-	s.writeScale(w, r, q, scale)
-}
-
-const maxScalePatchBytes = 64 << 10
-
-// patchScaleObject applies a JSON, merge or strategic merge patch to a
-// Scale with m, the Scale's patch manager, which also checks the patch's
-// options and its fields. A Scale has no managed fields: the replicas it
-// sets are recorded on the object it scales.
-func patchScaleObject(m *patch.Manager, current *autoscalingv1.Scale, p *patchRequest, userAgent string) (*autoscalingv1.Scale, []string, error) {
-	// A Scale is a few hundred bytes; a large patch of it can only be an
-	// attempt to make the merge costly.
-	if len(p.body) > maxScalePatchBytes {
-		return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
-	}
-	if p.contentType == patch.Types[3] {
-		return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", schema.GroupResource{}, "", "the scale subresource takes JSON, merge and strategic merge patches", 0, false)
-	}
-	obj, warnings, err := m.Patch(current, p.request(userAgent))
-	if err != nil {
-		return nil, nil, err
-	}
-	scale, ok := obj.(*autoscalingv1.Scale)
-	if !ok {
-		return nil, nil, fmt.Errorf("the Scale patch manager made a %T", obj)
-	}
-	return scale, warnings, nil
+	s.writeUpdate(w, r, q, build, patchToUpdateOptions(p.opts), p.dry)
 }
 
 // setsResourceVersion reports whether a patch names a resourceVersion,

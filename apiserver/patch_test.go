@@ -227,9 +227,10 @@ func testDeployment(name string) *appsv1.Deployment {
 }
 
 // fieldValidation on PATCH of the scale subresource, as on any other
-// patch: the fields are the Scale's. Strict refuses (422) and changes
-// nothing, Warn and no parameter scale with a Warning header per problem,
-// Ignore scales silently, and a value kube does not know is refused.
+// patch: the fields are the Scale's. Strict refuses (422, or 400 for
+// apply) and changes nothing, Warn and no parameter scale with a Warning
+// header per problem, Ignore scales silently, and a value kube does not
+// know is refused.
 func TestScalePatchFieldValidation(t *testing.T) {
 	ts := startServer(t)
 	cs := ts.clientset(t, admin)
@@ -328,18 +329,20 @@ func TestScalePatchFieldValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusals := []struct {
-		name, contentType, query string
-		code                     int
-		message                  string
+		name, contentType, query, body string
+		code                           int
+		message                        string
 	}{
-		{"unsupported fieldValidation", string(types.MergePatchType), "?fieldValidation=strict", http.StatusUnprocessableEntity,
+		{"unsupported fieldValidation", string(types.MergePatchType), "?fieldValidation=strict", `{"spec":{"replicas":3}}`, http.StatusUnprocessableEntity,
 			`PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"`},
-		{"apply", string(types.ApplyPatchType), "?fieldManager=test", http.StatusUnsupportedMediaType,
-			"the scale subresource takes JSON, merge and strategic merge patches"},
+		// Apply checks duplicate keys alone: an unknown field does not fit
+		// the schema whatever fieldValidation says (TestScaleServerSideApply).
+		{"apply, strict", string(types.ApplyPatchType), "?fieldManager=test&force=true&fieldValidation=Strict", "apiVersion: autoscaling/v1\nkind: Scale\nspec:\n  replicas: 2\n  replicas: 3\n", http.StatusBadRequest,
+			"error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 5: key \"replicas\" already set in map"},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := patchScale(t, "scale-bad", tt.contentType, tt.query, `{"spec":{"replicas":3}}`)
+			resp := patchScale(t, "scale-bad", tt.contentType, tt.query, tt.body)
 			if st := statusOf(t, resp); resp.StatusCode != tt.code || st.Message != tt.message {
 				t.Errorf("%d %q, want %d %q", resp.StatusCode, st.Message, tt.code, tt.message)
 			}

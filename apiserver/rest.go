@@ -168,26 +168,26 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx := r.Context()
-	dry, err := dryRun(r.URL.Query()["dryRun"])
+	opts, err := createOptions(r)
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
 	}
-	obj, err := s.decodeObject(w, r, q.res)
+	obj, err := s.decodeObject(w, r, opts.FieldValidation, q.res)
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
 	}
 	auditRequestObject(ctx, obj)
-	s.createObject(w, r, q, obj, dry, func(live runtime.Object) (runtime.Object, error) {
-		return s.patchers[q.res.gvr].Update(nil, live, r.URL.Query().Get("fieldManager"), r.UserAgent())
+	s.createObject(w, r, q, obj, opts, func(live runtime.Object) (runtime.Object, error) {
+		return s.patchers[q.res.gvr].Update(nil, live, opts.FieldManager, r.UserAgent())
 	})
 }
 
 // createObject stores a new object: the server sets its system fields, then
 // it goes through admission and validation. track records the write in the
-// object's managedFields.
-func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restRequest, obj runtime.Object, dry bool, track func(runtime.Object) (runtime.Object, error)) {
+// object's managedFields; opts are the create's validated options.
+func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restRequest, obj runtime.Object, opts *metav1.CreateOptions, track func(runtime.Object) (runtime.Object, error)) {
 	ctx := r.Context()
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
@@ -227,7 +227,8 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restReq
 		return
 	}
 
-	attrs := s.admissionAttributes(ctx, q, obj, nil, accessor.GetName(), admission.Create, &metav1.CreateOptions{}, dry)
+	dry := isDryRun(opts.DryRun)
+	attrs := s.admissionAttributes(ctx, q, obj, nil, accessor.GetName(), admission.Create, opts, dry)
 	if err := s.admit(ctx, attrs); err != nil {
 		s.respond.error(w, r, err)
 		return

@@ -162,7 +162,12 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *restRequ
 		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 		return
 	}
-	obj, err := s.decodeKind(w, r, q.res.gvk(), q.res.newObject)
+	opts, err := createOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.gvk(), q.res.newObject)
 	if err != nil {
 		s.respond.error(w, r, err)
 		return

@@ -206,11 +206,16 @@ func New(c Config) (*Server, error) {
 	indexBindings(caches)
 	indexPods(caches)
 	reader := cacheReader{store: store, caches: caches}
-	patchers, scalePatcher, err := newPatchers(scheme, reg)
+	docs, err := newOpenAPI(reg)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := newOpenAPI(reg)
+	// client-go's schema has no Scale; our OpenAPI definitions do.
+	scaleTypes, err := docs.TypeConverter()
+	if err != nil {
+		return nil, err
+	}
+	patchers, scalePatcher, err := newPatchers(scheme, reg, scaleTypes)
 	if err != nil {
 		return nil, err
 	}

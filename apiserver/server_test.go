@@ -280,10 +280,10 @@ func TestBadInputGetsClear4xx(t *testing.T) {
 		{"unknown patch type", "PATCH", cmURL + "/x", "application/json", []byte(`{}`), 415, metav1.StatusReasonUnsupportedMediaType},
 		{"bad label selector", "GET", cmURL + "?labelSelector=a%20in%20(", "", nil, 400, metav1.StatusReasonBadRequest},
 		{"unknown field label", "GET", cmURL + "?fieldSelector=spec.bogus%3Dx", "", nil, 400, metav1.StatusReasonBadRequest},
-		{"bad dryRun", "POST", cmURL + "?dryRun=Some", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), 400, metav1.StatusReasonBadRequest},
+		{"bad dryRun", "POST", cmURL + "?dryRun=Some", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), 422, metav1.StatusReasonInvalid},
 		{"name mismatch on update", "PUT", cmURL + "/y", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), 400, metav1.StatusReasonBadRequest},
 		{"update of a missing object", "PUT", cmURL + "/y", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}`), 404, metav1.StatusReasonNotFound},
-		{"bad delete options", "DELETE", cmURL + "/x", "application/json", []byte(`{"propagationPolicy":"Sideways"}`), 400, metav1.StatusReasonBadRequest},
+		{"bad delete options", "DELETE", cmURL + "/x", "application/json", []byte(`{"propagationPolicy":"Sideways"}`), 422, metav1.StatusReasonInvalid},
 		{"cluster-scoped under a namespace", "GET", ts.url + "/apis/rbac.authorization.k8s.io/v1/namespaces/default/clusterroles", "", nil, 404, metav1.StatusReasonNotFound},
 	}
 	for _, tt := range tests {

@@ -91,7 +91,12 @@ var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
 // Pod, Secret or Node that exists.
 func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx := r.Context()
-	obj, err := s.decodeKind(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), func() runtime.Object { return &authenticationv1.TokenRequest{} })
+	opts, err := createOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeKind(w, r, opts.FieldValidation, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), func() runtime.Object { return &authenticationv1.TokenRequest{} })
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
@@ -102,8 +107,11 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 		return
 	}
 	// A token request is admitted like any create: NodeRestriction, for
-	// one, limits what a node may ask for.
-	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, &metav1.CreateOptions{}, false, userFrom(ctx))
+	// one, limits what a node may ask for. The token is issued whatever
+	// dryRun says, as kube's TokenREST does; so admission, which kube
+	// would tell it is a dry run, is told it is not, lest a policy go
+	// easy on a request that is not one.
+	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, opts, false, userFrom(ctx))
 	if err := s.admit(ctx, attrs); err != nil {
 		s.respond.error(w, r, err)
 		return

@@ -30,7 +30,12 @@ type buildFunc func(old runtime.Object) (runtime.Object, error)
 // body's status for the status subresource.
 func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx := r.Context()
-	obj, err := s.decodeObject(w, r, q.res)
+	opts, err := updateOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeObject(w, r, opts.FieldValidation, q.res)
 	if err != nil {
 		s.respond.error(w, r, err)
 		return
@@ -50,7 +55,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) 
 		return
 	}
 	build := func(old runtime.Object) (runtime.Object, error) {
-		return s.patchers[q.res.gvr].Update(old, obj, r.URL.Query().Get("fieldManager"), r.UserAgent())
+		return s.patchers[q.res.gvr].Update(old, obj, opts.FieldManager, r.UserAgent())
 	}
 	switch q.subresource {
 	case "finalize":
@@ -73,26 +78,23 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) 
 			return next, nil
 		}
 	}
-	s.writeUpdate(w, r, q, build, &metav1.UpdateOptions{})
+	s.writeUpdate(w, r, q, build, opts, isDryRun(opts.DryRun))
 }
 
 // writeUpdate is every write of an existing object: PUT, PATCH, status and
 // scale. In a compare-and-swap loop it reads the stored object, builds the
 // new one, keeps the system fields, runs admission and validation and
-// stores it if the object has not changed meanwhile.
-func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object) {
-	s.writeUpdateThen(w, r, q, build, opts, func(obj runtime.Object) { s.respond.object(w, r, http.StatusOK, obj) })
+// stores it if the object has not changed meanwhile. opts are the
+// request's validated options, which admission sees; dry, whether they
+// ask for a dry run.
+func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, dry bool) {
+	s.writeUpdateThen(w, r, q, build, opts, dry, func(obj runtime.Object) { s.respond.object(w, r, http.StatusOK, obj) })
 }
 
 // writeUpdateThen is writeUpdate with done answering the client with the
 // written object.
-func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, done func(runtime.Object)) {
+func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, dry bool, done func(runtime.Object)) {
 	ctx := r.Context()
-	dry, err := dryRun(r.URL.Query()["dryRun"])
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
 	gr := q.res.groupResource()
 	for {
 		old, err := s.load(ctx, q, q.name)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -58,6 +59,9 @@ type Builder struct {
 	v2Proto []byte // v2 as a gnostic openapi_v2.Document in protobuf
 	v3Index document
 	v3      map[string]document // by index key, e.g. "apis/apps/v1"
+	// defsV3 are the definitions of the v3 documents, for TypeConverter;
+	// never modified after New.
+	defsV3 map[string]*spec.Schema
 }
 
 type document struct {
@@ -101,7 +105,7 @@ func New(resources []Resource, title, version string) (*Builder, error) {
 		return nil, fmt.Errorf("openapi: v3 definitions: %w", err)
 	}
 
-	b := &Builder{v3: map[string]document{}}
+	b := &Builder{v3: map[string]document{}, defsV3: defsV3}
 	v2, err := renderV2(routes, defsV2, title, version)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encode v2: %w", err)
@@ -134,6 +138,19 @@ func New(resources []Resource, title, version string) (*Builder, error) {
 	}
 	b.v3Index = document{json: indexJSON, hash: docHash(indexJSON)}
 	return b, nil
+}
+
+// TypeConverter returns the structured-merge-diff converter server-side
+// apply needs, for every kind the documents define, built from their
+// definitions as kube-apiserver builds its own from its OpenAPI. It knows
+// kinds client-go's embedded schema lacks, such as the autoscaling/v1
+// Scale of the scale subresources. Building it takes a while: do it once.
+func (b *Builder) TypeConverter() (managedfields.TypeConverter, error) {
+	tc, err := managedfields.NewTypeConverter(b.defsV3, false)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: type converter: %w", err)
+	}
+	return tc, nil
 }
 
 // V2 returns the swagger 2.0 document, as JSON, for /openapi/v2. The

@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -344,6 +345,45 @@ func TestTypeConverter(t *testing.T) {
 		if _, err := tc.TypedToObject(typed); err != nil {
 			t.Errorf("TypedToObject(%s): %v", gvk, err)
 		}
+	}
+}
+
+// The Builder's own converter, for the server's field managers, reads the
+// same definitions: the kinds convert, and a field a kind lacks is refused
+// as the converter kube-apiserver builds from its OpenAPI refuses it.
+func TestBuilderTypeConverter(t *testing.T) {
+	tc, err := newTestBuilder(t, testResources()).TypeConverter()
+	if err != nil {
+		t.Fatalf("TypeConverter: %v", err)
+	}
+	scale := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": "web", "labels": map[string]any{"a": "b"}},
+			"spec":     spec,
+		}}
+	}
+	tests := []struct {
+		name    string
+		obj     runtime.Object
+		wantErr string
+	}{
+		{"typed Deployment", testDeployment(), ""},
+		{"typed Scale", &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}, ""},
+		{"applied Scale", scale(map[string]any{"replicas": int64(3)}), ""},
+		{"unknown field", scale(map[string]any{"replicas": int64(3), "bogus": int64(1)}), `.spec.bogus: field not declared in schema`},
+		{"wrong type", scale(map[string]any{"replicas": "three"}), `.spec.replicas: expected numeric (int or float), got string`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tc.ObjectToTyped(tt.obj)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("ObjectToTyped: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("ObjectToTyped: %v, want an error with %q", err, tt.wantErr)
+			}
+		})
 	}
 }
 

@@ -67,6 +67,24 @@ func NewTypeConverter(scheme *runtime.Scheme) managedfields.TypeConverter {
 // scheme knows gvk as newObject's type, the object has metadata, and
 // typeConverter has a schema for the kind.
 func NewManager(scheme *runtime.Scheme, typeConverter managedfields.TypeConverter, gvk schema.GroupVersionKind, newObject func() runtime.Object) (*Manager, error) {
+	return newManager(scheme, typeConverter, gvk, "", newObject)
+}
+
+// NewSubresourceManager returns the manager of kind gvk as a subresource
+// reads and writes it, such as the autoscaling/v1 Scale of
+// deployments/scale, subresource "scale". Like kube-apiserver's field
+// manager for a subresource, it names the subresource in the
+// managedFields entries it records, and keeps the managed fields of the
+// current object whatever the request's object says about them. Mapping
+// those entries to and from the parent object is the caller's.
+func NewSubresourceManager(scheme *runtime.Scheme, typeConverter managedfields.TypeConverter, gvk schema.GroupVersionKind, subresource string, newObject func() runtime.Object) (*Manager, error) {
+	if subresource == "" {
+		return nil, fmt.Errorf("new patch manager for %s: the subresource is empty", gvk)
+	}
+	return newManager(scheme, typeConverter, gvk, subresource, newObject)
+}
+
+func newManager(scheme *runtime.Scheme, typeConverter managedfields.TypeConverter, gvk schema.GroupVersionKind, subresource string, newObject func() runtime.Object) (*Manager, error) {
 	var errs []error
 	if scheme == nil {
 		errs = append(errs, errors.New("scheme is nil"))
@@ -108,7 +126,7 @@ func NewManager(scheme *runtime.Scheme, typeConverter managedfields.TypeConverte
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("new patch manager for %s: %w", gvk, errors.Join(errs...))
 	}
-	fm, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultFieldManager(typeConverter, scheme, scheme, scheme, gvk, gvk.GroupVersion(), subresource, nil)
 	if err != nil {
 		return nil, fmt.Errorf("new patch manager for %s: %w", gvk, err)
 	}
@@ -272,7 +290,8 @@ func (m *Manager) Patch(current runtime.Object, req Request) (obj runtime.Object
 // empty, in newObj's managedFields, as kube-apiserver does for POST and
 // PUT. It returns a copy of newObj; neither argument is modified. A
 // managedFields list in newObj replaces the stored one, so clients can
-// edit it; an empty list in newObj resets it.
+// edit it; an empty list in newObj resets it. (Not through a subresource:
+// see NewSubresourceManager.)
 //
 // Tracking starts at creation: like kube-apiserver's field manager, an
 // update of an object that has a uid but no managedFields records nothing,

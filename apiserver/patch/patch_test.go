@@ -930,6 +930,59 @@ func TestNewManager(t *testing.T) {
 	}
 }
 
+// A subresource's manager names the subresource in what it records, and
+// keeps the current managed fields whatever the request's object carries,
+// as kube-apiserver's field manager does for a subresource.
+func TestSubresourceManager(t *testing.T) {
+	f := newFixture(t)
+	tc := NewTypeConverter(f.scheme)
+	newConfigMap := func() runtime.Object { return &corev1.ConfigMap{} }
+	if _, err := NewSubresourceManager(f.scheme, tc, configMapGVK, "", newConfigMap); err == nil || !strings.Contains(err.Error(), "subresource is empty") {
+		t.Errorf("NewSubresourceManager without a subresource: %v, want an error", err)
+	}
+	m, err := NewSubresourceManager(f.scheme, tc, configMapGVK, "status", newConfigMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := created(t, f.configMaps, configMap())
+
+	forged := live.DeepCopy()
+	forged.Data["color"] = "red"
+	forged.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "forger", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}}
+	tests := []struct {
+		name  string
+		write func() (runtime.Object, error)
+		want  []string // managers, operation and subresource
+	}{
+		{"update", func() (runtime.Object, error) { return m.Update(live, forged, "writer", "") }, []string{"kubectl-create/Update/", "writer/Update/status"}},
+		{"merge patch", func() (runtime.Object, error) {
+			obj, _, err := m.Patch(live, Request{ContentType: ctMerge, Body: []byte(`{"data":{"color":"red"},"metadata":{"managedFields":[]}}`), FieldManager: "writer"})
+			return obj, err
+		}, []string{"kubectl-create/Update/", "writer/Update/status"}},
+		{"apply", func() (runtime.Object, error) {
+			return m.Apply(live, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`), "writer", "", true)
+		}, []string{"kubectl-create/Update/", "writer/Apply/status"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, err := tt.write()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range obj.(metav1.Object).GetManagedFields() {
+				got = append(got, fmt.Sprintf("%s/%s/%s", e.Manager, e.Operation, e.Subresource))
+				if e.Manager == "writer" && !owns(e, "f:data", "f:color") {
+					t.Errorf("writer's entry %s, want data.color", fields(e))
+				}
+			}
+			if !slices.Equal(sorted(got), tt.want) {
+				t.Errorf("managed fields %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestHostileBodies sends bodies nested just under, at and far beyond the
 // JSON decoders' depth limit of 10,000, and a YAML alias bomb, with every
 // content type: each must come back, as a result or a 4xx, without

@@ -1,0 +1,235 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// The scale subresource of Deployments and ReplicaSets, as kube-apiserver's
+// scale storage serves it: GET answers an autoscaling/v1 Scale made from
+// the object; PUT and PATCH (JSON, merge, strategic merge and server-side
+// apply) change a Scale and carry its spec.replicas back to the object.
+//
+// Managed fields are tracked on the object, for spec.replicas: every write
+// runs the Scale's field manager over the Scale, whose managedFields are
+// the object's entries that own spec.replicas, converted to the Scale
+// (managedfields.ScaleHandler), and the entries it leaves are converted
+// back. So an apply of a Scale conflicts with whoever owns the object's
+// spec.replicas, a forced one or a kubectl scale takes it over, with an
+// entry of subresource "scale", and a later apply of the object conflicts
+// with that manager in turn.
+
+// scaleOf is the autoscaling/v1 Scale of a Deployment or ReplicaSet.
+func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	var (
+		replicas, current int32
+		selector          *metav1.LabelSelector
+	)
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		replicas, current, selector = ptrValue(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.ReplicaSet:
+		replicas, current, selector = ptrValue(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	default:
+		return nil, fmt.Errorf("%T has no scale", obj)
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: autoscalingv1.SchemeGroupVersion.String()},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              accessor.GetName(),
+			Namespace:         accessor.GetNamespace(),
+			UID:               accessor.GetUID(),
+			ResourceVersion:   accessor.GetResourceVersion(),
+			CreationTimestamp: accessor.GetCreationTimestamp(),
+		},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: replicas},
+		Status: autoscalingv1.ScaleStatus{Replicas: current, Selector: sel.String()},
+	}, nil
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (s *Server) getScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	obj := q.res.newObject()
+	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
+		s.respond.error(w, r, q.storageError(err, q.name))
+		return
+	}
+	scale, err := scaleOf(obj)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	s.respond.object(w, r, http.StatusOK, scale)
+}
+
+// replicasPaths maps each API version kube-apiserver serves a scalable
+// resource in to where that version keeps the replicas, as its deployment
+// and replicaset storage do. A scale write keeps the object's managed
+// fields entries of these versions only; they are all we write.
+func replicasPaths(gr schema.GroupResource) managedfields.ResourcePathMappings {
+	replicas := fieldpath.MakePathOrDie("spec", "replicas")
+	versions := []string{"v1beta2", "v1"}
+	if gr.Resource == "deployments" {
+		versions = append(versions, "v1beta1")
+	}
+	paths := managedfields.ResourcePathMappings{}
+	for _, v := range versions {
+		paths[appsv1.SchemeGroupVersion.Group+"/"+v] = replicas
+	}
+	return paths
+}
+
+// updateScale sets the replicas of a Deployment or ReplicaSet from the
+// Scale of a PUT, whose resourceVersion, if set, is the precondition.
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	opts, err := updateOptions(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	obj, err := s.decodeKind(w, r, opts.FieldValidation, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	auditRequestObject(r.Context(), obj)
+	s.writeScale(w, r, q, opts, isDryRun(opts.DryRun), func(current *autoscalingv1.Scale) (runtime.Object, error) {
+		return s.scalePatcher.Update(current, obj, opts.FieldManager, r.UserAgent())
+	})
+}
+
+// maxScalePatchBytes bounds a scale patch. A Scale is a few hundred
+// bytes; a large patch of it can only be an attempt to make the merge
+// costly.
+const maxScalePatchBytes = 64 << 10
+
+// patchScale patches the Scale of a Deployment or ReplicaSet with a JSON,
+// merge (kubectl scale), strategic merge or apply patch (kubectl apply
+// --server-side --subresource=scale), through the Scale's patch manager:
+// fieldValidation applies to the fields of the Scale, and an apply that
+// changes replicas another manager owns is a conflict unless forced.
+func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
+	p, err := s.readPatch(r)
+	if err != nil {
+		s.respond.error(w, r, err)
+		return
+	}
+	if len(p.body) > maxScalePatchBytes {
+		s.respond.error(w, r, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes)))
+		return
+	}
+	conditional := setsResourceVersion(p.contentType, p.body)
+	s.writeScale(w, r, q, patchToUpdateOptions(p.opts), p.dry, func(current *autoscalingv1.Scale) (runtime.Object, error) {
+		obj, warnings, err := s.scalePatcher.Patch(current, p.request(r.UserAgent()))
+		if err != nil {
+			return nil, err
+		}
+		// A retry finds the same problems; warn dedupes them.
+		warn(w, warnings...)
+		if !conditional {
+			// A patch that names no resourceVersion applies to whatever
+			// is stored, retried if the object changes meanwhile.
+			if accessor, err := meta.Accessor(obj); err == nil {
+				accessor.SetResourceVersion("")
+			}
+		}
+		return obj, nil
+	})
+}
+
+// scaleFunc makes the Scale a write stores from the current one.
+type scaleFunc func(current *autoscalingv1.Scale) (runtime.Object, error)
+
+// writeScale writes a Deployment's or ReplicaSet's replicas through its
+// Scale, on every attempt of the update, as kube's scale storage does:
+// the current Scale is made from the stored object, with the managed
+// fields of its replicas; next makes the new Scale from it; the new Scale
+// is checked (its name, replicas and uid), and its replicas,
+// resourceVersion and managed fields go back to the object. The answer is
+// the Scale of the object written.
+func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restRequest, opts runtime.Object, dry bool, next scaleFunc) {
+	gr := q.res.groupResource()
+	build := func(old runtime.Object) (runtime.Object, error) {
+		accessor, err := meta.Accessor(old)
+		if err != nil {
+			return nil, err
+		}
+		current, err := scaleOf(old)
+		if err != nil {
+			return nil, err
+		}
+		handler := managedfields.NewScaleHandler(accessor.GetManagedFields(), q.res.gvr.GroupVersion(), replicasPaths(gr))
+		// The stored managed fields are the field manager's own writing:
+		// failing to read them is the server's fault, a 500.
+		if current.ManagedFields, err = handler.ToSubresource(); err != nil {
+			return nil, fmt.Errorf("managed fields of %s %s/%s for its scale: %w", gr, q.namespace, q.name, err)
+		}
+		obj, err := next(current)
+		if err != nil {
+			return nil, err
+		}
+		scale, ok := obj.(*autoscalingv1.Scale)
+		if !ok {
+			return nil, fmt.Errorf("the Scale patch manager made a %T", obj)
+		}
+		if scale.Name != "" && scale.Name != q.name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, q.name))
+		}
+		if scale.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(scaleKind.GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if scale.UID != "" && scale.UID != current.UID {
+			return nil, apierrors.NewConflict(schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/scale"}, q.name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", scale.UID, current.UID))
+		}
+		managed, err := handler.ToParent(scale.ManagedFields)
+		if err != nil {
+			return nil, fmt.Errorf("managed fields of the scale of %s %s/%s: %w", gr, q.namespace, q.name, err)
+		}
+		n := scale.Spec.Replicas
+		switch o := old.(type) {
+		case *appsv1.Deployment:
+			o.Spec.Replicas = &n
+		case *appsv1.ReplicaSet:
+			o.Spec.Replicas = &n
+		default:
+			return nil, fmt.Errorf("%T has no scale", old)
+		}
+		accessor.SetResourceVersion(scale.ResourceVersion)
+		accessor.SetManagedFields(managed)
+		return old, nil
+	}
+	s.writeUpdateThen(w, r, q, build, opts, dry, func(obj runtime.Object) {
+		out, err := scaleOf(obj)
+		if err != nil {
+			s.respond.error(w, r, err)
+			return
+		}
+		s.respond.object(w, r, http.StatusOK, out)
+	})
+}
