@@ -60,16 +60,17 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	received := metav1.NewMicroTime(time.Now())
 	ctx := r.Context()
 	attrs := attributesFrom(ctx, r)
+	// kube-apiserver's header, on every response: the client can quote it
+	// to find the event. A client's own Audit-Id is not taken, so that one
+	// ID never names two events.
+	id := types.UID(uuid.NewString())
+	w.Header().Set(auditIDHeader, string(id))
 	level := a.policy.Level(attrs)
 	if level == auditv1.LevelNone {
 		next.ServeHTTP(w, r)
 		return
 	}
-	// kube-apiserver's header: the client can quote it to find the event.
-	// A client's own Audit-Id is not taken, so that one ID never names two
-	// events.
-	rec := &auditRecord{level: level, id: types.UID(uuid.NewString())}
-	w.Header().Set(auditIDHeader, string(rec.id))
+	rec := &auditRecord{level: level, id: id}
 	if isLongRunning(ctx) {
 		a.serveStreaming(w, r.WithContext(withAuditRecord(ctx, rec)), next, attrs, rec, received)
 		return

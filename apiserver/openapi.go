@@ -139,6 +139,9 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	// One URL, two bodies: caches must key on Accept.
 	w.Header().Add("Vary", "Accept")
 	for _, clause := range goautoneg.ParseAccept(accept) {
+		if clause.Q == 0 {
+			continue // "q=0": not acceptable
+		}
 		for _, offer := range openAPIV2Offers {
 			typ, sub, _ := strings.Cut(offer.accept, "/")
 			if (clause.Type != typ && clause.Type != "*") || (clause.SubType != sub && clause.SubType != "*") {

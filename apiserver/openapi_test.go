@@ -262,14 +262,17 @@ func TestOpenAPIV2Negotiation(t *testing.T) {
 		t.Errorf("If-None-Match of another document: %d, want 200", resp.StatusCode)
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, ts.url+"/openapi/v2", nil)
-	req.Header.Set("Accept", "application/yaml")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := statusOf(t, resp); resp.StatusCode != http.StatusNotAcceptable || st.Reason != metav1.StatusReasonNotAcceptable {
-		t.Errorf("Accept application/yaml: %d %s, want 406 NotAcceptable", resp.StatusCode, st.Reason)
+	// Nothing offered is acceptable; q=0 says a type is not.
+	for _, accept := range []string{"application/yaml", "application/json;q=0", "*/*;q=0"} {
+		req, _ := http.NewRequest(http.MethodGet, ts.url+"/openapi/v2", nil)
+		req.Header.Set("Accept", accept)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := statusOf(t, resp); resp.StatusCode != http.StatusNotAcceptable || st.Reason != metav1.StatusReasonNotAcceptable {
+			t.Errorf("Accept %s: %d %s, want 406 NotAcceptable", accept, resp.StatusCode, st.Reason)
+		}
 	}
 
 	// What kubectl does with it: client-go asks for protobuf and decodes a

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -123,10 +122,15 @@ func (rs *responder) jsonAs(w http.ResponseWriter, code int, contentType string,
 // thousands of headers.
 const maxWarnings = 100
 
+// moreWarnings is the last Warning of a response that had more.
+const moreWarnings = "more warnings left out"
+
 // warn adds a Warning header for each text not already sent, with code 299
 // and agent "-" as kube-apiserver's warning recorder writes them, up to
-// maxWarnings, the last of which then counts those left out. The text is
-// quoted, so that a field name in it cannot break the header.
+// maxWarnings, the last of which then says that some were left out. It
+// does not count them: a text may itself sum up problems its producer
+// left out. The text is quoted, so that a field name in it cannot break
+// the header.
 func warn(w http.ResponseWriter, texts ...string) {
 	h := w.Header()
 	sent := map[string]bool{}
@@ -138,8 +142,7 @@ func warn(w http.ResponseWriter, texts ...string) {
 			return
 		}
 		if len(sent) == maxWarnings-1 && i < len(texts)-1 {
-			// The last header counts the texts left, duplicates included.
-			text = fmt.Sprintf("%d more warnings", len(texts)-i)
+			text = moreWarnings
 		}
 		v := "299 - " + strconv.Quote(text)
 		if !sent[v] {

@@ -114,6 +114,10 @@ func TestAuthenticationAndAuthorizationRefusals(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s without credentials: %d, want 200", path, resp.StatusCode)
 		}
+		// Audited at level None, and still given an audit ID, as kube does.
+		if resp.Header.Get(auditIDHeader) == "" {
+			t.Errorf("GET %s: no Audit-Id header", path)
+		}
 	}
 	// A bearer token no authenticator knows is refused: it never makes a
 	// request anonymous.

@@ -111,7 +111,9 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 	// dryRun says, as kube's TokenREST does; so admission, which kube
 	// would tell it is a dry run, is told it is not, lest a policy go
 	// easy on a request that is not one.
-	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, opts, false, userFrom(ctx))
+	admitted := opts.DeepCopy()
+	admitted.DryRun = nil // as the dryRun flag below says
+	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, admitted, false, userFrom(ctx))
 	if err := s.admit(ctx, attrs); err != nil {
 		s.respond.error(w, r, err)
 		return

@@ -25,6 +25,10 @@ const (
 	DefaultTimeout     = 30 * time.Second
 )
 
+// maxWatchRate is the fastest pace of the watch phase: one create per
+// microsecond, far beyond what any cluster answers.
+const maxWatchRate = 1e6
+
 // cleanupTimeout bounds the removal of what a run created. It has its own
 // deadline so that a run cut short by its context still cleans up.
 const cleanupTimeout = time.Minute
@@ -59,10 +63,12 @@ type Config struct {
 	// WatchEvents is the number of ConfigMaps the watch phase creates
 	// while the watches are open.
 	WatchEvents int
-	// WatchRate, when positive, paces those creates at WatchRate per
-	// second, so that delivery latency is measured under a load the
-	// cluster sustains; zero creates them as fast as Concurrency allows,
-	// and the latency then includes the queue of the burst.
+	// WatchRate, when positive, paces those creates at up to WatchRate
+	// per second (at most one million), so that delivery latency is
+	// measured under a load the cluster sustains; zero creates them as fast
+	// as Concurrency allows, and the latency then includes the queue of the
+	// burst. It is a ceiling: with every worker waiting on an answer, a
+	// tick is skipped.
 	WatchRate float64
 	// Timeout bounds each operation, and the wait for watch deliveries
 	// after the last ConfigMap is created.
@@ -100,8 +106,8 @@ type Result struct {
 	// Watchers, Delivered and Expected describe the watch fan-out:
 	// Delivered events were received of Expected = Watchers × the events
 	// sent.
-	// Rate is the pace of the watch phase's creates, per second; zero
-	// when they were not paced.
+	// Rate is the pace asked of the watch phase's creates, per second;
+	// zero when they were not paced.
 	Rate      float64 `json:"rate,omitempty"`
 	Watchers  int     `json:"watchers,omitempty"`
 	Delivered int     `json:"delivered,omitempty"`
@@ -136,8 +142,8 @@ func (c Config) withDefaults() (Config, error) {
 			*f.v = f.def
 		}
 	}
-	if c.WatchRate < 0 || math.IsNaN(c.WatchRate) || math.IsInf(c.WatchRate, 0) {
-		errs = append(errs, fmt.Errorf("watch rate must be a positive number or zero, got %g", c.WatchRate))
+	if !(c.WatchRate >= 0 && c.WatchRate <= maxWatchRate) {
+		errs = append(errs, fmt.Errorf("watch rate must be between 0 and %g, got %g", float64(maxWatchRate), c.WatchRate))
 	}
 	switch {
 	case c.Timeout < 0:

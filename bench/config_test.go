@@ -33,7 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 
 	_, err = Config{Concurrency: -1, Requests: -2, ObjectBytes: -3, Watchers: -4, WatchEvents: -5, WatchRate: -6, Timeout: -time.Second}.withDefaults()
-	for _, want := range []string{"no client", "watch rate must be a positive number or zero, got -6", "concurrency must be positive, got -1", "requests must be positive, got -2",
+	for _, want := range []string{"no client", "watch rate must be between 0 and 1e+06, got -6", "concurrency must be positive, got -1", "requests must be positive, got -2",
 		"object bytes must be positive, got -3", "watchers must be positive, got -4", "watch events must be positive, got -5", "timeout must be positive, got -1s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("withDefaults() of a bad config = %v, want it to say %q", err, want)
