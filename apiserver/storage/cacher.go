@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -429,19 +430,32 @@ func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 // Watcher receives the events of a cache.
+//
+// Its initial events are not queued: it keeps the objects they are of, a
+// snapshot taken when the watch starts, and sends them before any change,
+// as it goes. A watch of every object of a large resource so costs one
+// pointer per object until it has sent them, not a queued event for each
+// for as long as it lives. Changes wait in a buffer of their own meanwhile.
 type Watcher struct {
 	// Initial is how many of the first events were there when the watch
 	// started: the current objects (rev 0) or the replayed history.
 	Initial int
 	c       *Cacher
-	ch      chan Event
-	once    sync.Once
 	prefix  string
+	// live queues the changes for forward; the cache sends to it without
+	// blocking, with c.mu held.
+	live chan Event
+	// out is what Events returns; forward sends to it and closes it.
+	out chan Event
+	// done is closed when the watch ends, which ends forward.
+	done chan struct{}
+	once sync.Once
 }
 
 // Events delivers the events; it is closed when the watch ends: Stop, a
-// relist of the cache, or a watcher too slow to keep up.
-func (w *Watcher) Events() <-chan Event { return w.ch }
+// relist of the cache, or a watcher too slow to keep up. Events still
+// queued when it ends are dropped: its client must watch again.
+func (w *Watcher) Events() <-chan Event { return w.out }
 
 // send queues ev without blocking the cache; a watcher whose buffer is full
 // is stopped, and its client must watch again. Called with c.mu held.
@@ -450,16 +464,42 @@ func (w *Watcher) send(ev Event) {
 		return
 	}
 	select {
-	case w.ch <- ev:
+	case w.live <- ev:
 	default:
 		w.stopLocked()
+	}
+}
+
+// forward sends the initial events, then the changes, to out until the
+// watch ends. It is the watcher's goroutine: Watch starts it, and done,
+// closed by stopLocked, stops it.
+func (w *Watcher) forward(initial iter.Seq[Event]) {
+	defer close(w.out)
+	for ev := range initial {
+		select {
+		case w.out <- ev:
+		case <-w.done:
+			return
+		}
+	}
+	for {
+		select {
+		case ev := <-w.live:
+			select {
+			case w.out <- ev:
+			case <-w.done:
+				return
+			}
+		case <-w.done:
+			return
+		}
 	}
 }
 
 func (w *Watcher) stopLocked() {
 	w.once.Do(func() {
 		delete(w.c.watchers, w)
-		close(w.ch)
+		close(w.done)
 	})
 }
 
@@ -476,41 +516,67 @@ func (c *Cacher) stopWatchersLocked() {
 	}
 }
 
+// keyedObject is an object of the cache and its key.
+type keyedObject struct {
+	key string
+	obj runtime.Object
+}
+
 // Watch starts a watch of the objects under prefix. With rev 0 it first
 // delivers an Added event for each current object, then every change; with
 // rev > 0 it delivers every change after rev, or fails with ErrExpired if
 // the cache no longer remembers them. It returns the revision the initial
-// events reflect (rev 0) or rev.
+// events reflect (rev 0) or rev. Up to buffer changes wait for the client
+// to take them, also while it takes the initial events; one more, and the
+// watch ends.
 func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int) (*Watcher, int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.waitLocked(ctx, 0); err != nil {
 		return nil, 0, err
 	}
-	var initial []Event
+	var initial iter.Seq[Event]
+	n := 0
 	start := rev
 	if rev == 0 {
 		start = c.rev
+		var snapshot []keyedObject
 		for key, obj := range c.objects {
 			if keyMatches(key, prefix) {
-				initial = append(initial, Event{Type: watch.Added, Key: key, Object: obj, Rev: c.rev})
+				snapshot = append(snapshot, keyedObject{key, obj})
+			}
+		}
+		n = len(snapshot)
+		initial = func(yield func(Event) bool) {
+			for _, o := range snapshot {
+				if !yield(Event{Type: watch.Added, Key: o.key, Object: o.obj, Rev: start}) {
+					return
+				}
 			}
 		}
 	} else {
 		if rev < c.oldest {
 			return nil, 0, fmt.Errorf("%w: %d (oldest kept %d)", ErrExpired, rev, c.oldest)
 		}
+		var replay []Event
 		for _, ev := range c.events {
-			if ev.Rev > rev {
-				initial = append(initial, ev)
+			if ev.Rev > rev && keyMatches(ev.Key, prefix) {
+				replay = append(replay, ev)
 			}
 		}
+		n = len(replay)
+		initial = slices.Values(replay)
 	}
-	w := &Watcher{Initial: len(initial), c: c, ch: make(chan Event, len(initial)+buffer), prefix: prefix}
-	for _, ev := range initial {
-		w.send(ev)
+	w := &Watcher{
+		Initial: n,
+		c:       c,
+		prefix:  prefix,
+		live:    make(chan Event, buffer),
+		out:     make(chan Event),
+		done:    make(chan struct{}),
 	}
 	c.watchers[w] = struct{}{}
+	go w.forward(initial)
 	return w, start, nil
 }
 

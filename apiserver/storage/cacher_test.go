@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -178,5 +179,95 @@ func TestCacherWatchOfOneKeyIsExact(t *testing.T) {
 	case ev := <-w.Events():
 		t.Errorf("the watch of db saw %s", name(ev))
 	default:
+	}
+}
+
+// The initial events of a watch wait in no buffer: however many objects
+// there are, a watch with room for two changes gets them all first, then
+// the changes made before it took any; a third change is one too many.
+func TestCacherInitialEventsBeforeChanges(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	want := map[string]bool{}
+	for i := range 50 {
+		cm := createCM(t, s, "a", fmt.Sprintf("cm-%02d", i))
+		want[cm.Name] = true
+	}
+	createCM(t, s, "b", "elsewhere")
+	c := startCacher(t, s, 100)
+	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if w.Initial != 50 {
+		t.Errorf("Initial = %d, want the 50 objects in a", w.Initial)
+	}
+	// Two changes, in the cache before the client reads anything.
+	var last *corev1.ConfigMap
+	for _, n := range []string{"new-1", "new-2"} {
+		last = createCM(t, s, "a", n)
+	}
+	rev, _ := storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "new-2"), rev); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		ev := next(t, w)
+		if ev.Type != watch.Added || !want[name(ev)] {
+			t.Fatalf("initial event %s %s, want ADDED of one of the 50 not seen yet", ev.Type, name(ev))
+		}
+		delete(want, name(ev))
+	}
+	for _, n := range []string{"new-1", "new-2"} {
+		if ev := next(t, w); ev.Type != watch.Added || name(ev) != n {
+			t.Fatalf("event %s %s after the initial ones, want ADDED %s", ev.Type, name(ev), n)
+		}
+	}
+
+	// Unread again: three changes overflow a buffer of two.
+	slow, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"new-3", "new-4", "new-5"} {
+		last = createCM(t, s, "a", n)
+	}
+	rev, _ = storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "new-5"), rev); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range slow.Events() {
+		n++
+	}
+	if n >= 52+3 {
+		t.Errorf("the watch with room for 2 changes got all %d events after 3; want it cut off", n)
+	}
+}
+
+// A resumed watch counts as initial only the replayed events it delivers.
+func TestCacherReplayCountsOnlyItsPrefix(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	first := createCM(t, s, "a", "first")
+	c := startCacher(t, s, 100)
+	createCM(t, s, "b", "other")
+	last := createCM(t, s, "a", "second")
+	rev, _ := storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "second"), rev); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := storage.ParseResourceVersion(first.ResourceVersion)
+	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), from, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if w.Initial != 1 {
+		t.Errorf("Initial = %d, want 1: the change in b is not the watch's", w.Initial)
+	}
+	if ev := next(t, w); name(ev) != "second" {
+		t.Errorf("replayed %s, want second", name(ev))
 	}
 }
