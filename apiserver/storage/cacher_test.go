@@ -252,13 +252,18 @@ func TestCacherReplayCountsOnlyItsPrefix(t *testing.T) {
 	ctx := testCtx(t)
 	first := createCM(t, s, "a", "first")
 	c := startCacher(t, s, 100)
+	// The history starts when the cache has listed.
+	rev, _ := storage.ParseResourceVersion(first.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "first"), rev); err != nil {
+		t.Fatal(err)
+	}
+	from := c.Revision()
 	createCM(t, s, "b", "other")
 	last := createCM(t, s, "a", "second")
-	rev, _ := storage.ParseResourceVersion(last.ResourceVersion)
+	rev, _ = storage.ParseResourceVersion(last.ResourceVersion)
 	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "second"), rev); err != nil {
 		t.Fatal(err)
 	}
-	from, _ := storage.ParseResourceVersion(first.ResourceVersion)
 	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), from, 10)
 	if err != nil {
 		t.Fatal(err)
