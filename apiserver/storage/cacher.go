@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,8 +64,13 @@ type Cacher struct {
 	// since then are all in events.
 	oldest   int64
 	watchers map[*Watcher]struct{}
-	ready    bool
-	changed  *sync.Cond // signalled when rev advances or ready changes
+	// snapshots are, by prefix, the objects that watches from revision 0
+	// started with since the last change, for the next such watches of
+	// the prefix to share; only those watches keep them alive. Every
+	// change drops them (sets nil).
+	snapshots map[string]weak.Pointer[snapshot]
+	ready     bool
+	changed   *sync.Cond // signalled when rev advances or ready changes
 }
 
 // IndexFunc returns the values under which an object is found in an
@@ -146,6 +152,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.rev = rev
 	c.events = nil
 	c.oldest = rev
+	c.snapshots = nil
 	c.ready = true
 	c.changed.Broadcast()
 	c.mu.Unlock()
@@ -232,6 +239,7 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 		c.index(key, out.Object)
 	}
 	c.events = append(c.events, out)
+	c.snapshots = nil
 	if len(c.events) > c.history {
 		c.oldest = c.events[0].Rev
 		c.events = c.events[1:]
@@ -475,12 +483,8 @@ func (w *Watcher) send(ev Event) {
 // closed by stopLocked, stops it.
 func (w *Watcher) forward(initial iter.Seq[Event]) {
 	defer close(w.out)
-	for ev := range initial {
-		select {
-		case w.out <- ev:
-		case <-w.done:
-			return
-		}
+	if !w.sendInitial(initial) {
+		return
 	}
 	for {
 		select {
@@ -494,6 +498,19 @@ func (w *Watcher) forward(initial iter.Seq[Event]) {
 			return
 		}
 	}
+}
+
+// sendInitial sends the initial events, and reports whether the watch goes
+// on. Once it returns, nothing holds them for the watcher any more.
+func (w *Watcher) sendInitial(initial iter.Seq[Event]) bool {
+	for ev := range initial {
+		select {
+		case w.out <- ev:
+		case <-w.done:
+			return false
+		}
+	}
+	return true
 }
 
 func (w *Watcher) stopLocked() {
@@ -522,6 +539,49 @@ type keyedObject struct {
 	obj runtime.Object
 }
 
+// snapshot is the objects under a prefix at one time, in no order.
+type snapshot struct {
+	objects []keyedObject
+}
+
+// snapshotLocked returns the objects under prefix (see keyMatches): the
+// snapshot of the last watch of prefix if nothing changed since and a watch
+// still uses it, else a new one. Many watches that start together, such as
+// the informers of every client after a restart, so hold one pointer per
+// object between them, not one each. Called with c.mu held.
+func (c *Cacher) snapshotLocked(prefix string) *snapshot {
+	if s := c.snapshots[prefix].Value(); s != nil {
+		return s
+	}
+	s := &snapshot{}
+	if dir, ok := c.dirs[prefix]; ok {
+		// A namespace, or a cluster-scoped resource: its index has
+		// every key.
+		s.objects = make([]keyedObject, 0, len(dir))
+		for key := range dir {
+			s.objects = append(s.objects, keyedObject{key, c.objects[key]})
+		}
+	} else {
+		// Every namespace, or one object: all of them or at most one,
+		// so that the slice is allocated once.
+		size := 0
+		if prefix == c.prefix {
+			size = len(c.objects)
+		}
+		s.objects = make([]keyedObject, 0, size)
+		for key, obj := range c.objects {
+			if keyMatches(key, prefix) {
+				s.objects = append(s.objects, keyedObject{key, obj})
+			}
+		}
+	}
+	if c.snapshots == nil {
+		c.snapshots = map[string]weak.Pointer[snapshot]{}
+	}
+	c.snapshots[prefix] = weak.Make(s)
+	return s
+}
+
 // Watch starts a watch of the objects under prefix. With rev 0 it first
 // delivers an Added event for each current object, then every change; with
 // rev > 0 it delivers every change after rev, or fails with ErrExpired if
@@ -540,15 +600,10 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int
 	start := rev
 	if rev == 0 {
 		start = c.rev
-		var snapshot []keyedObject
-		for key, obj := range c.objects {
-			if keyMatches(key, prefix) {
-				snapshot = append(snapshot, keyedObject{key, obj})
-			}
-		}
-		n = len(snapshot)
+		snap := c.snapshotLocked(prefix)
+		n = len(snap.objects)
 		initial = func(yield func(Event) bool) {
-			for _, o := range snapshot {
+			for _, o := range snap.objects {
 				if !yield(Event{Type: watch.Added, Key: o.key, Object: o.obj, Rev: start}) {
 					return
 				}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -274,5 +276,58 @@ func TestCacherReplayCountsOnlyItsPrefix(t *testing.T) {
 	}
 	if ev := next(t, w); name(ev) != "second" {
 		t.Errorf("replayed %s, want second", name(ev))
+	}
+}
+
+// Watches that start together may share what they start with, but a watch
+// that starts after a change starts with it.
+func TestCacherWatchStartsAfterTheLastChange(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	createCM(t, s, "a", "one")
+	two := createCM(t, s, "a", "two")
+	c := startCacher(t, s, 100)
+	prefix := storage.ListPrefix(configmaps, "a")
+
+	// initial returns the names of the initial events of a watch from
+	// revision 0, once the cache has reached the write at rv.
+	initial := func(rv string) []string {
+		t.Helper()
+		rev, _ := storage.ParseResourceVersion(rv)
+		if _, err := c.Get(ctx, storage.Key(configmaps, "a", "one"), rev); err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := c.Watch(ctx, prefix, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		var names []string
+		for range w.Initial {
+			names = append(names, name(next(t, w)))
+		}
+		slices.Sort(names)
+		return names
+	}
+	for _, tc := range []struct {
+		change func() string // returns the resourceVersion of the change
+		want   []string
+	}{
+		{func() string { return two.ResourceVersion }, []string{"one", "two"}},
+		{func() string { return two.ResourceVersion }, []string{"one", "two"}},
+		{func() string { return createCM(t, s, "a", "three").ResourceVersion }, []string{"one", "three", "two"}},
+		{func() string { return createCM(t, s, "b", "elsewhere").ResourceVersion }, []string{"one", "three", "two"}},
+		{func() string {
+			rev, _ := storage.ParseResourceVersion(two.ResourceVersion)
+			deleted, err := s.Delete(ctx, storage.Key(configmaps, "a", "two"), rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strconv.FormatInt(deleted, 10)
+		}, []string{"one", "three"}},
+	} {
+		if got := initial(tc.change()); !slices.Equal(got, tc.want) {
+			t.Errorf("watch started with %q, want %q", got, tc.want)
+		}
 	}
 }
