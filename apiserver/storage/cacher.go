@@ -302,6 +302,14 @@ func (c *Cacher) requestProgress(ctx context.Context) {
 	}
 }
 
+// Wait blocks until the cache reflects at least revision rev (see
+// waitLocked for rev < 0).
+func (c *Cacher) Wait(ctx context.Context, rev int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waitLocked(ctx, rev)
+}
+
 // List calls visit for every object in the cache whose key starts with
 // prefix, in key order, once the cache reflects at least revision rev (see
 // waitLocked for rev < 0), and returns the revision it listed at.

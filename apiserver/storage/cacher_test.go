@@ -331,3 +331,36 @@ func TestCacherWatchStartsAfterTheLastChange(t *testing.T) {
 		}
 	}
 }
+
+// Wait returns once the cache has reached a revision, or when its context
+// ends first.
+func TestCacherWait(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	c := startCacher(t, s, 100)
+	cur, err := c.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(ctx, cur); err != nil {
+		t.Fatalf("Wait(%d), the current revision: %v", cur, err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- c.Wait(ctx, cur+1) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Wait(%d) returned %v before anything was written", cur+1, err)
+	default:
+	}
+	createCM(t, s, "a", "one")
+	if err := <-done; err != nil {
+		t.Errorf("Wait(%d) after a write: %v", cur+1, err)
+	}
+
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.Wait(short, cur+100); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait for a revision never written, context canceled: %v, want context.Canceled", err)
+	}
+}
