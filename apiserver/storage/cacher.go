@@ -49,6 +49,8 @@ type Cacher struct {
 	logger    *slog.Logger
 	history   int
 	indexers  map[string]IndexFunc
+	// pageSize is listPageSize but in tests.
+	pageSize int64
 
 	mu      sync.RWMutex // guards the fields below
 	objects map[string]runtime.Object
@@ -88,6 +90,7 @@ func NewCacher(store *Store, gr schema.GroupResource, newObject func() runtime.O
 		newObject: newObject,
 		logger:    logger,
 		history:   history,
+		pageSize:  listPageSize,
 		objects:   map[string]runtime.Object{},
 		dirs:      map[string]map[string]struct{}{},
 		indexers:  map[string]IndexFunc{},
@@ -123,23 +126,17 @@ func (c *Cacher) Run(ctx context.Context) {
 	}
 }
 
+// listPageSize is how many objects the cache reads from etcd at a time
+// when it lists, as kube-apiserver's cacher does: an answer of every object
+// at once would be as large as the resource, and live beside the objects
+// decoded from it.
+const listPageSize = 10000
+
 func (c *Cacher) listAndWatch(ctx context.Context) error {
-	objects := map[string]runtime.Object{}
-	listCtx, cancel := c.store.withTimeout(ctx)
-	resp, err := c.store.client.Get(listCtx, c.prefix, clientv3.WithPrefix())
-	cancel()
+	objects, rev, err := c.listAll(ctx)
 	if err != nil {
-		return fmt.Errorf("list %s: %w", c.prefix, err)
+		return err
 	}
-	for _, kv := range resp.Kvs {
-		obj := c.newObject()
-		if err := c.store.decode(ctx, c.gr, string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
-			c.logger.Error("watch cache: undecodable object skipped", "key", string(kv.Key), "err", err)
-			continue
-		}
-		objects[string(kv.Key)] = obj
-	}
-	rev := resp.Header.Revision
 
 	c.mu.Lock()
 	c.stopWatchersLocked()
@@ -174,6 +171,42 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	}
 	c.setUnready()
 	return errors.New("watch channel closed")
+}
+
+// listAll reads and decodes every object of the resource, page after
+// page at the revision of the first, and returns them by key with that
+// revision. An object that cannot be decoded is logged and skipped.
+func (c *Cacher) listAll(ctx context.Context) (map[string]runtime.Object, int64, error) {
+	var objects map[string]runtime.Object
+	var rev int64
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(c.prefix)), clientv3.WithLimit(c.pageSize)}
+	for start := c.prefix; ; {
+		listCtx, cancel := c.store.withTimeout(ctx)
+		resp, err := c.store.client.Get(listCtx, start, opts...)
+		cancel()
+		if err != nil {
+			return nil, 0, fmt.Errorf("list %s from %s at revision %d: %w", c.prefix, start, rev, err)
+		}
+		if objects == nil {
+			// The first page counts them all.
+			objects = make(map[string]runtime.Object, resp.Count)
+			rev = resp.Header.Revision
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			obj := c.newObject()
+			if err := c.store.decode(ctx, c.gr, key, kv.Value, kv.ModRevision, obj); err != nil {
+				c.logger.Error("watch cache: undecodable object skipped", "key", key, "err", err)
+				continue
+			}
+			objects[key] = obj
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return objects, rev, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
 
 func (c *Cacher) setUnready() {

@@ -364,3 +364,38 @@ func TestCacherWait(t *testing.T) {
 		t.Errorf("Wait for a revision never written, context canceled: %v, want context.Canceled", err)
 	}
 }
+
+// The cache lists its resource page after page, all at one revision, and
+// follows it from there.
+func TestCacherListsInPages(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	var want []string
+	for i := range 7 {
+		cm := createCM(t, s, fmt.Sprintf("ns-%d", i%2), fmt.Sprintf("cm-%d", i))
+		want = append(want, cm.Namespace+"/"+cm.Name+"@"+cm.ResourceVersion)
+	}
+	c := storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, 100, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	storage.SetListPageSize(c, 2)
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	after := createCM(t, s, "ns-0", "after")
+	rev, _ := storage.ParseResourceVersion(after.ResourceVersion)
+	want = append(want, "ns-0/after@"+after.ResourceVersion)
+	var got []string
+	if _, err := c.List(ctx, storage.ListPrefix(configmaps, ""), rev, func(o runtime.Object) error {
+		cm := o.(*corev1.ConfigMap)
+		got = append(got, cm.Namespace+"/"+cm.Name+"@"+cm.ResourceVersion)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("cache holds %q, want %q", got, want)
+	}
+}
