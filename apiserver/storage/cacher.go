@@ -595,16 +595,22 @@ func (c *Cacher) snapshotLocked(prefix string) *snapshot {
 		return s
 	}
 	s := &snapshot{}
-	if dir, ok := c.dirs[prefix]; ok {
+	dir, isDir := c.dirs[prefix]
+	switch {
+	case isDir:
 		// A namespace, or a cluster-scoped resource: its index has
 		// every key.
 		s.objects = make([]keyedObject, 0, len(dir))
 		for key := range dir {
 			s.objects = append(s.objects, keyedObject{key, c.objects[key]})
 		}
-	} else {
-		// Every namespace, or one object: all of them or at most one,
-		// so that the slice is allocated once.
+	case !strings.HasSuffix(prefix, "/"):
+		// One object.
+		if obj, ok := c.objects[prefix]; ok {
+			s.objects = []keyedObject{{prefix, obj}}
+		}
+	default:
+		// Every namespace, sized once; or an empty one.
 		size := 0
 		if prefix == c.prefix {
 			size = len(c.objects)
