@@ -179,7 +179,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			s.respond.error(w, r, err)
 			return
 		}
-		if _, err := cache.List(ctx, prefix, cur, func(runtime.Object) error { return nil }); err != nil {
+		if err := cache.Wait(ctx, cur); err != nil {
 			s.respond.error(w, r, err)
 			return
 		}
@@ -189,7 +189,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			// The initial state must be no older than the
 			// resourceVersion asked for.
 			waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err := cache.List(waitCtx, prefix, from, func(runtime.Object) error { return nil })
+			err := cache.Wait(waitCtx, from)
 			cancel()
 			if err != nil {
 				s.respond.error(w, r, tooLargeResourceVersion(from, cache.Revision()))

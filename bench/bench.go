@@ -40,6 +40,8 @@ const (
 	PhaseList    = "list"
 	PhaseWatch   = "watch"
 	PhaseEtcdPut = "etcd-put"
+	// PhaseHold is the only phase of a run with Config.Hold.
+	PhaseHold = "hold"
 )
 
 // Config says what to measure. A zero number means its default.
@@ -78,6 +80,21 @@ type Config struct {
 	Etcd *clientv3.Client
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+
+	// Hold, when positive, makes the run a measure of memory instead of
+	// the phases above, etcd-put included: it creates Hold ConfigMaps of
+	// ObjectBytes each, opens Watchers watches of them, and reads Memory
+	// once the watches have caught up.
+	Hold int
+	// WatchList makes the hold phase's watches use the watch-list
+	// protocol, as informers of client-go 1.35 and later do: each watch
+	// receives every ConfigMap held as an initial event, then a bookmark.
+	// Otherwise they start at the revision the creates reached, as after
+	// an informer's list. It needs Hold.
+	WatchList bool
+	// Memory, when not nil, reads the API server's memory for the hold
+	// phase; see ProcessMemory.
+	Memory func(context.Context) (Memory, error)
 }
 
 // Result is the measure of one phase.
@@ -115,6 +132,13 @@ type Result struct {
 	// Ratio is, for the create phase when etcd was measured, creates per
 	// second ÷ raw etcd puts per second.
 	Ratio float64 `json:"ratio,omitempty"`
+	// RSSBytes is, for the hold phase, the API server's resident memory
+	// with every ConfigMap held and every watch open; PeakRSSBytes its
+	// highest since it started; BaseRSSBytes its resident memory before
+	// the phase, the baseline in the same run.
+	RSSBytes     int64 `json:"rssBytes,omitempty"`
+	PeakRSSBytes int64 `json:"peakRSSBytes,omitempty"`
+	BaseRSSBytes int64 `json:"baseRSSBytes,omitempty"`
 }
 
 // withDefaults returns c with defaults for zero values, or every problem
@@ -144,6 +168,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.WatchRate >= 0 && c.WatchRate <= maxWatchRate) {
 		errs = append(errs, fmt.Errorf("watch rate must be between 0 and %g, got %g", float64(maxWatchRate), c.WatchRate))
+	}
+	if c.Hold < 0 {
+		errs = append(errs, fmt.Errorf("hold must not be negative, got %d", c.Hold))
+	}
+	if c.WatchList && c.Hold <= 0 {
+		errs = append(errs, errors.New("watch list is for the hold phase, and no hold was asked"))
 	}
 	switch {
 	case c.Timeout < 0:
@@ -207,7 +237,10 @@ func Run(ctx context.Context, c Config) (results []Result, err error) {
 		{PhaseList, r.list},
 		{PhaseWatch, r.watch},
 	}
-	if c.Etcd != nil {
+	switch {
+	case c.Hold > 0:
+		phases = []phase{{PhaseHold, r.hold}}
+	case c.Etcd != nil:
 		phases = append(phases, phase{PhaseEtcdPut, r.etcdPut})
 	}
 	for _, p := range phases {
@@ -218,7 +251,7 @@ func Run(ctx context.Context, c Config) (results []Result, err error) {
 		c.Logger.Info("bench phase done", "phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99)
 		results = append(results, res)
 	}
-	if c.Etcd != nil {
+	if c.Etcd != nil && c.Hold == 0 {
 		results[0].Ratio = ratio(results[0].PerSecond, results[len(results)-1].PerSecond)
 	}
 	return results, nil

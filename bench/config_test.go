@@ -32,11 +32,20 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("withDefaults() = %+v, %v, want the values given", got, err)
 	}
 
-	_, err = Config{Concurrency: -1, Requests: -2, ObjectBytes: -3, Watchers: -4, WatchEvents: -5, WatchRate: -6, Timeout: -time.Second}.withDefaults()
-	for _, want := range []string{"no client", "watch rate must be between 0 and 1e+06, got -6", "concurrency must be positive, got -1", "requests must be positive, got -2",
-		"object bytes must be positive, got -3", "watchers must be positive, got -4", "watch events must be positive, got -5", "timeout must be positive, got -1s"} {
+	if got, err := (Config{Client: client, Hold: 7, WatchList: true}).withDefaults(); err != nil || got.Hold != 7 || !got.WatchList {
+		t.Errorf("withDefaults() = %+v, %v, want the hold given", got, err)
+	}
+
+	_, err = Config{Concurrency: -1, Requests: -2, ObjectBytes: -3, Watchers: -4, WatchEvents: -5, WatchRate: -7, Timeout: -time.Second, Hold: -6}.withDefaults()
+	for _, want := range []string{"no client", "watch rate must be between 0 and 1e+06, got -7", "concurrency must be positive, got -1", "requests must be positive, got -2",
+		"object bytes must be positive, got -3", "watchers must be positive, got -4", "watch events must be positive, got -5", "timeout must be positive, got -1s",
+		"hold must not be negative, got -6"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("withDefaults() of a bad config = %v, want it to say %q", err, want)
 		}
+	}
+
+	if _, err := (Config{Client: client, WatchList: true}).withDefaults(); err == nil || !strings.Contains(err.Error(), "watch list is for the hold phase") {
+		t.Errorf("withDefaults() of a watch list without hold = %v, want an error", err)
 	}
 }

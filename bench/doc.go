@@ -15,6 +15,15 @@
 //	          /registry/trustplane-bench/, their values as large as one
 //	          Secret stored by the create phase
 //
+// With Config.Hold, a run measures memory instead, in one phase:
+//
+//	hold      Config.Hold ConfigMaps of Config.ObjectBytes each, created
+//	          at Config.Concurrency; then Config.Watchers watches of them,
+//	          with the watch-list protocol if Config.WatchList; once every
+//	          watch has caught up, the API server's resident memory read
+//	          by Config.Memory (ProcessMemory reads it from /proc, so the
+//	          server must run alone in its process, on this machine)
+//
 // Latencies are measured by the client around each operation, and
 // percentiles are exact (nearest rank over all samples). A run works in a
 // namespace of its own and removes it, and its raw etcd keys, at the end,

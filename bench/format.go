@@ -74,7 +74,25 @@ func notes(r Result) string {
 	if r.Ratio > 0 {
 		n = append(n, fmt.Sprintf("%.2f x etcd puts", r.Ratio))
 	}
+	if r.RSSBytes > 0 {
+		n = append(n, "RSS "+formatMiB(r.RSSBytes))
+	}
+	if r.PeakRSSBytes > 0 {
+		n = append(n, "peak "+formatMiB(r.PeakRSSBytes))
+	}
+	if r.BaseRSSBytes > 0 {
+		n = append(n, formatMiB(r.BaseRSSBytes)+" before")
+	}
 	return strings.Join(n, ", ")
+}
+
+// formatMiB shows a size in whole MiB, and a tenth below 100.
+func formatMiB(b int64) string {
+	m := float64(b) / (1 << 20)
+	if m < 100 {
+		return fmt.Sprintf("%.1f MiB", m)
+	}
+	return fmt.Sprintf("%.0f MiB", m)
 }
 
 // formatDuration shows d with three significant digits: 1.23ms, 45.6µs,

@@ -23,6 +23,12 @@ var sample = []Result{
 	{Phase: PhaseEtcdPut, Ops: 2000, Seconds: 0.52, PerSecond: 3846.2, P50: 7_890_123, P99: 25 * time.Millisecond, Bytes: 1310},
 }
 
+// holdSample is a run with Config.Hold, as Run returns it.
+var holdSample = []Result{
+	{Phase: PhaseHold, Ops: 100000, Seconds: 61.03, PerSecond: 1638.5, P50: 17_400_000, P99: 52_400_000, Bytes: 1024,
+		Watchers: 10, Delivered: 1000000, Expected: 1000000, RSSBytes: 595_591_168, PeakRSSBytes: 601_247_744, BaseRSSBytes: 97_943_552},
+}
+
 func TestWriteTable(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -30,6 +36,7 @@ func TestWriteTable(t *testing.T) {
 	}{
 		{"table.golden", sample},
 		{"table-short-watch.golden", []Result{{Phase: PhaseWatch, Ops: 150, Seconds: 30.1, PerSecond: 4.98, P50: 12 * time.Second, P99: 29*time.Second + 900*time.Millisecond, Watchers: 2, Delivered: 150, Expected: 200}}},
+		{"table-hold.golden", holdSample},
 		{"table-empty.golden", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,22 +50,32 @@ func TestWriteTable(t *testing.T) {
 }
 
 func TestWriteJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		results []Result
+	}{
+		{"results.json.golden", sample},
+		{"results-hold.json.golden", holdSample},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteJSON(&buf, tc.results); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tc.name, buf.Bytes())
+
+			// The output reads back as the results.
+			var got []Result
+			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+				t.Fatalf("read back: %v", err)
+			}
+			if diff := cmp.Diff(tc.results, got); diff != "" {
+				t.Errorf("results read back differ (-wrote +read):\n%s", diff)
+			}
+		})
+	}
+
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, sample); err != nil {
-		t.Fatal(err)
-	}
-	checkGolden(t, "results.json.golden", buf.Bytes())
-
-	// The output reads back as the results.
-	var got []Result
-	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("read back: %v", err)
-	}
-	if diff := cmp.Diff(sample, got); diff != "" {
-		t.Errorf("results read back differ (-wrote +read):\n%s", diff)
-	}
-
-	buf.Reset()
 	if err := WriteJSON(&buf, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,16 @@ func runOps(ctx context.Context, n, concurrency int, timeout time.Duration, op f
 	return all, elapsed, err
 }
 
-func secretName(i int) string    { return fmt.Sprintf("bench-%06d", i) }
-func configMapName(i int) string { return fmt.Sprintf("watch-%06d", i) }
+// Name prefixes of the objects a run creates.
+const (
+	secretPrefix    = "bench-"
+	configMapPrefix = "watch-"
+	holdPrefix      = "hold-"
+)
+
+func secretName(i int) string    { return fmt.Sprintf("%s%06d", secretPrefix, i) }
+func configMapName(i int) string { return fmt.Sprintf("%s%06d", configMapPrefix, i) }
+func holdName(i int) string      { return fmt.Sprintf("%s%06d", holdPrefix, i) }
 
 // create makes Requests Secrets of ObjectBytes each.
 func (r *run) create(ctx context.Context) (Result, error) {

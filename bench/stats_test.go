@@ -57,23 +57,27 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-func TestConfigMapIndex(t *testing.T) {
+func TestNameIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		prefix string
 		n      int
 		want   int
 		wantOK bool
 	}{
-		{configMapName(0), 10, 0, true},
-		{configMapName(9), 10, 9, true},
-		{configMapName(10), 10, 0, false},
-		{"kube-root-ca.crt", 10, 0, false},
-		{"watch-x", 10, 0, false},
-		{"watch--1", 10, 0, false},
+		{configMapName(0), configMapPrefix, 10, 0, true},
+		{configMapName(9), configMapPrefix, 10, 9, true},
+		{configMapName(10), configMapPrefix, 10, 0, false},
+		{holdName(99999), holdPrefix, 100000, 99999, true},
+		{holdName(3), configMapPrefix, 10, 0, false},
+		{configMapName(3), holdPrefix, 10, 0, false},
+		{"kube-root-ca.crt", configMapPrefix, 10, 0, false},
+		{"watch-x", configMapPrefix, 10, 0, false},
+		{"watch--1", configMapPrefix, 10, 0, false},
 	} {
-		got, ok := configMapIndex(tc.name, tc.n)
+		got, ok := nameIndex(tc.name, tc.prefix, tc.n)
 		if got != tc.want || ok != tc.wantOK {
-			t.Errorf("configMapIndex(%q, %d) = %d, %t, want %d, %t", tc.name, tc.n, got, ok, tc.want, tc.wantOK)
+			t.Errorf("nameIndex(%q, %q, %d) = %d, %t, want %d, %t", tc.name, tc.prefix, tc.n, got, ok, tc.want, tc.wantOK)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func (r *run) watch(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("list config maps in %s: %w", r.Namespace, err)
 	}
-	watchers, err := r.openWatches(ctx, l.ResourceVersion)
+	watchers, err := r.openWatches(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
 	defer func() {
 		for _, w := range watchers {
 			if w != nil {
@@ -136,10 +136,10 @@ func (r *run) watch(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// openWatches opens Watchers watches from resourceVersion rv, Concurrency
-// at a time. It returns the watches opened so far also on error, for the
-// caller to stop.
-func (r *run) openWatches(ctx context.Context, rv string) ([]*watcher, error) {
+// openWatches opens Watchers watches of the namespace's ConfigMaps with
+// opts, Concurrency at a time. It returns the watches opened so far also on
+// error, for the caller to stop.
+func (r *run) openWatches(ctx context.Context, opts metav1.ListOptions) ([]*watcher, error) {
 	cms := r.Client.CoreV1().ConfigMaps(r.Namespace)
 	watchers := make([]*watcher, r.Watchers)
 	g, gctx := errgroup.WithContext(ctx)
@@ -154,7 +154,7 @@ func (r *run) openWatches(ctx context.Context, rv string) ([]*watcher, error) {
 			// instead if the server does not answer in time.
 			wctx, cancel := context.WithCancel(ctx)
 			timer := time.AfterFunc(r.Timeout, cancel)
-			w, err := cms.Watch(wctx, metav1.ListOptions{ResourceVersion: rv})
+			w, err := cms.Watch(wctx, opts)
 			if !timer.Stop() && err == nil {
 				w.Stop()
 				err = fmt.Errorf("no answer within %s", r.Timeout)
@@ -163,7 +163,7 @@ func (r *run) openWatches(ctx context.Context, rv string) ([]*watcher, error) {
 				cancel()
 				return fmt.Errorf("open watch %d of config maps in %s: %w", i, r.Namespace, err)
 			}
-			watchers[i] = &watcher{id: i, w: w, cancel: cancel, received: make([]delivery, 0, r.WatchEvents)}
+			watchers[i] = &watcher{id: i, w: w, cancel: cancel}
 			return nil
 		})
 	}
@@ -174,6 +174,7 @@ func (r *run) openWatches(ctx context.Context, rv string) ([]*watcher, error) {
 // events of them, or ctx ends. A watch that fails or closes early is an
 // error; one that is only slow is not, its shortfall is the measure.
 func (w *watcher) receive(ctx context.Context, events int) error {
+	w.received = make([]delivery, 0, events)
 	seen := make([]bool, events)
 	for len(w.received) < events {
 		select {
@@ -195,7 +196,7 @@ func (w *watcher) receive(ctx context.Context, events int) error {
 				if !ok {
 					return fmt.Errorf("watch %d: unexpected %T in an ADDED event", w.id, ev.Object)
 				}
-				if i, ok := configMapIndex(cm.Name, events); ok && !seen[i] {
+				if i, ok := nameIndex(cm.Name, configMapPrefix, events); ok && !seen[i] {
 					seen[i] = true
 					w.received = append(w.received, delivery{index: i, at: at})
 				}
@@ -205,9 +206,10 @@ func (w *watcher) receive(ctx context.Context, events int) error {
 	return nil
 }
 
-// configMapIndex is the inverse of configMapName, for i < n.
-func configMapIndex(name string, n int) (int, bool) {
-	s, ok := strings.CutPrefix(name, "watch-")
+// nameIndex is the inverse of configMapName and holdName, for i < n:
+// the index in a name made of prefix and i.
+func nameIndex(name, prefix string, n int) (int, bool) {
+	s, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +49,8 @@ type Cacher struct {
 	logger    *slog.Logger
 	history   int
 	indexers  map[string]IndexFunc
+	// pageSize is listPageSize but in tests.
+	pageSize int64
 
 	mu      sync.RWMutex // guards the fields below
 	objects map[string]runtime.Object
@@ -62,8 +66,13 @@ type Cacher struct {
 	// since then are all in events.
 	oldest   int64
 	watchers map[*Watcher]struct{}
-	ready    bool
-	changed  *sync.Cond // signalled when rev advances or ready changes
+	// snapshots are, by prefix, the objects that watches from revision 0
+	// started with since the last change, for the next such watches of
+	// the prefix to share; only those watches keep them alive. Every
+	// change drops them (sets nil).
+	snapshots map[string]weak.Pointer[snapshot]
+	ready     bool
+	changed   *sync.Cond // signalled when rev advances or ready changes
 }
 
 // IndexFunc returns the values under which an object is found in an
@@ -81,6 +90,7 @@ func NewCacher(store *Store, gr schema.GroupResource, newObject func() runtime.O
 		newObject: newObject,
 		logger:    logger,
 		history:   history,
+		pageSize:  listPageSize,
 		objects:   map[string]runtime.Object{},
 		dirs:      map[string]map[string]struct{}{},
 		indexers:  map[string]IndexFunc{},
@@ -116,23 +126,17 @@ func (c *Cacher) Run(ctx context.Context) {
 	}
 }
 
+// listPageSize is how many objects the cache reads from etcd at a time
+// when it lists, as kube-apiserver's cacher does: an answer of every object
+// at once would be as large as the resource, and live beside the objects
+// decoded from it.
+const listPageSize = 10000
+
 func (c *Cacher) listAndWatch(ctx context.Context) error {
-	objects := map[string]runtime.Object{}
-	listCtx, cancel := c.store.withTimeout(ctx)
-	resp, err := c.store.client.Get(listCtx, c.prefix, clientv3.WithPrefix())
-	cancel()
+	objects, rev, err := c.listAll(ctx)
 	if err != nil {
-		return fmt.Errorf("list %s: %w", c.prefix, err)
+		return err
 	}
-	for _, kv := range resp.Kvs {
-		obj := c.newObject()
-		if err := c.store.decode(ctx, c.gr, string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
-			c.logger.Error("watch cache: undecodable object skipped", "key", string(kv.Key), "err", err)
-			continue
-		}
-		objects[string(kv.Key)] = obj
-	}
-	rev := resp.Header.Revision
 
 	c.mu.Lock()
 	c.stopWatchersLocked()
@@ -145,6 +149,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.rev = rev
 	c.events = nil
 	c.oldest = rev
+	c.snapshots = nil
 	c.ready = true
 	c.changed.Broadcast()
 	c.mu.Unlock()
@@ -166,6 +171,42 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	}
 	c.setUnready()
 	return errors.New("watch channel closed")
+}
+
+// listAll reads and decodes every object of the resource, page after
+// page at the revision of the first, and returns them by key with that
+// revision. An object that cannot be decoded is logged and skipped.
+func (c *Cacher) listAll(ctx context.Context) (map[string]runtime.Object, int64, error) {
+	var objects map[string]runtime.Object
+	var rev int64
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(c.prefix)), clientv3.WithLimit(c.pageSize)}
+	for start := c.prefix; ; {
+		listCtx, cancel := c.store.withTimeout(ctx)
+		resp, err := c.store.client.Get(listCtx, start, opts...)
+		cancel()
+		if err != nil {
+			return nil, 0, fmt.Errorf("list %s from %s at revision %d: %w", c.prefix, start, rev, err)
+		}
+		if objects == nil {
+			// The first page counts them all.
+			objects = make(map[string]runtime.Object, resp.Count)
+			rev = resp.Header.Revision
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			obj := c.newObject()
+			if err := c.store.decode(ctx, c.gr, key, kv.Value, kv.ModRevision, obj); err != nil {
+				c.logger.Error("watch cache: undecodable object skipped", "key", key, "err", err)
+				continue
+			}
+			objects[key] = obj
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return objects, rev, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
 
 func (c *Cacher) setUnready() {
@@ -231,6 +272,7 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 		c.index(key, out.Object)
 	}
 	c.events = append(c.events, out)
+	c.snapshots = nil
 	if len(c.events) > c.history {
 		c.oldest = c.events[0].Rev
 		c.events = c.events[1:]
@@ -291,6 +333,14 @@ func (c *Cacher) requestProgress(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// Wait blocks until the cache reflects at least revision rev (see
+// waitLocked for rev < 0).
+func (c *Cacher) Wait(ctx context.Context, rev int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waitLocked(ctx, rev)
 }
 
 // List calls visit for every object in the cache whose key starts with
@@ -429,19 +479,32 @@ func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 // Watcher receives the events of a cache.
+//
+// Its initial events are not queued: it keeps the objects they are of, a
+// snapshot taken when the watch starts, and sends them before any change,
+// as it goes. A watch of every object of a large resource so costs one
+// pointer per object until it has sent them, not a queued event for each
+// for as long as it lives. Changes wait in a buffer of their own meanwhile.
 type Watcher struct {
 	// Initial is how many of the first events were there when the watch
 	// started: the current objects (rev 0) or the replayed history.
 	Initial int
 	c       *Cacher
-	ch      chan Event
-	once    sync.Once
 	prefix  string
+	// live queues the changes for forward; the cache sends to it without
+	// blocking, with c.mu held.
+	live chan Event
+	// out is what Events returns; forward sends to it and closes it.
+	out chan Event
+	// done is closed when the watch ends, which ends forward.
+	done chan struct{}
+	once sync.Once
 }
 
 // Events delivers the events; it is closed when the watch ends: Stop, a
-// relist of the cache, or a watcher too slow to keep up.
-func (w *Watcher) Events() <-chan Event { return w.ch }
+// relist of the cache, or a watcher too slow to keep up. Events still
+// queued when it ends are dropped: its client must watch again.
+func (w *Watcher) Events() <-chan Event { return w.out }
 
 // send queues ev without blocking the cache; a watcher whose buffer is full
 // is stopped, and its client must watch again. Called with c.mu held.
@@ -450,16 +513,51 @@ func (w *Watcher) send(ev Event) {
 		return
 	}
 	select {
-	case w.ch <- ev:
+	case w.live <- ev:
 	default:
 		w.stopLocked()
 	}
 }
 
+// forward sends the initial events, then the changes, to out until the
+// watch ends. It is the watcher's goroutine: Watch starts it, and done,
+// closed by stopLocked, stops it.
+func (w *Watcher) forward(initial iter.Seq[Event]) {
+	defer close(w.out)
+	if !w.sendInitial(initial) {
+		return
+	}
+	for {
+		select {
+		case ev := <-w.live:
+			select {
+			case w.out <- ev:
+			case <-w.done:
+				return
+			}
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// sendInitial sends the initial events, and reports whether the watch goes
+// on. Once it returns, nothing holds them for the watcher any more.
+func (w *Watcher) sendInitial(initial iter.Seq[Event]) bool {
+	for ev := range initial {
+		select {
+		case w.out <- ev:
+		case <-w.done:
+			return false
+		}
+	}
+	return true
+}
+
 func (w *Watcher) stopLocked() {
 	w.once.Do(func() {
 		delete(w.c.watchers, w)
-		close(w.ch)
+		close(w.done)
 	})
 }
 
@@ -476,41 +574,111 @@ func (c *Cacher) stopWatchersLocked() {
 	}
 }
 
+// keyedObject is an object of the cache and its key.
+type keyedObject struct {
+	key string
+	obj runtime.Object
+}
+
+// snapshot is the objects under a prefix at one time, in no order.
+type snapshot struct {
+	objects []keyedObject
+}
+
+// snapshotLocked returns the objects under prefix (see keyMatches): the
+// snapshot of the last watch of prefix if nothing changed since and a watch
+// still uses it, else a new one. Many watches that start together, such as
+// the informers of every client after a restart, so hold one pointer per
+// object between them, not one each. Called with c.mu held.
+func (c *Cacher) snapshotLocked(prefix string) *snapshot {
+	if s := c.snapshots[prefix].Value(); s != nil {
+		return s
+	}
+	s := &snapshot{}
+	dir, isDir := c.dirs[prefix]
+	switch {
+	case isDir:
+		// A namespace, or a cluster-scoped resource: its index has
+		// every key.
+		s.objects = make([]keyedObject, 0, len(dir))
+		for key := range dir {
+			s.objects = append(s.objects, keyedObject{key, c.objects[key]})
+		}
+	case !strings.HasSuffix(prefix, "/"):
+		// One object.
+		if obj, ok := c.objects[prefix]; ok {
+			s.objects = []keyedObject{{prefix, obj}}
+		}
+	default:
+		// Every namespace, sized once; or an empty one.
+		size := 0
+		if prefix == c.prefix {
+			size = len(c.objects)
+		}
+		s.objects = make([]keyedObject, 0, size)
+		for key, obj := range c.objects {
+			if keyMatches(key, prefix) {
+				s.objects = append(s.objects, keyedObject{key, obj})
+			}
+		}
+	}
+	if c.snapshots == nil {
+		c.snapshots = map[string]weak.Pointer[snapshot]{}
+	}
+	c.snapshots[prefix] = weak.Make(s)
+	return s
+}
+
 // Watch starts a watch of the objects under prefix. With rev 0 it first
 // delivers an Added event for each current object, then every change; with
 // rev > 0 it delivers every change after rev, or fails with ErrExpired if
 // the cache no longer remembers them. It returns the revision the initial
-// events reflect (rev 0) or rev.
+// events reflect (rev 0) or rev. Up to buffer changes wait for the client
+// to take them, also while it takes the initial events; one more, and the
+// watch ends.
 func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int) (*Watcher, int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.waitLocked(ctx, 0); err != nil {
 		return nil, 0, err
 	}
-	var initial []Event
+	var initial iter.Seq[Event]
+	n := 0
 	start := rev
 	if rev == 0 {
 		start = c.rev
-		for key, obj := range c.objects {
-			if keyMatches(key, prefix) {
-				initial = append(initial, Event{Type: watch.Added, Key: key, Object: obj, Rev: c.rev})
+		snap := c.snapshotLocked(prefix)
+		n = len(snap.objects)
+		initial = func(yield func(Event) bool) {
+			for _, o := range snap.objects {
+				if !yield(Event{Type: watch.Added, Key: o.key, Object: o.obj, Rev: start}) {
+					return
+				}
 			}
 		}
 	} else {
 		if rev < c.oldest {
 			return nil, 0, fmt.Errorf("%w: %d (oldest kept %d)", ErrExpired, rev, c.oldest)
 		}
+		var replay []Event
 		for _, ev := range c.events {
-			if ev.Rev > rev {
-				initial = append(initial, ev)
+			if ev.Rev > rev && keyMatches(ev.Key, prefix) {
+				replay = append(replay, ev)
 			}
 		}
+		n = len(replay)
+		initial = slices.Values(replay)
 	}
-	w := &Watcher{Initial: len(initial), c: c, ch: make(chan Event, len(initial)+buffer), prefix: prefix}
-	for _, ev := range initial {
-		w.send(ev)
+	w := &Watcher{
+		Initial: n,
+		c:       c,
+		prefix:  prefix,
+		live:    make(chan Event, buffer),
+		out:     make(chan Event),
+		done:    make(chan struct{}),
 	}
 	c.watchers[w] = struct{}{}
+	go w.forward(initial)
 	return w, start, nil
 }
 

@@ -3,8 +3,11 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -178,5 +181,221 @@ func TestCacherWatchOfOneKeyIsExact(t *testing.T) {
 	case ev := <-w.Events():
 		t.Errorf("the watch of db saw %s", name(ev))
 	default:
+	}
+}
+
+// The initial events of a watch wait in no buffer: however many objects
+// there are, a watch with room for two changes gets them all first, then
+// the changes made before it took any; a third change is one too many.
+func TestCacherInitialEventsBeforeChanges(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	want := map[string]bool{}
+	for i := range 50 {
+		cm := createCM(t, s, "a", fmt.Sprintf("cm-%02d", i))
+		want[cm.Name] = true
+	}
+	createCM(t, s, "b", "elsewhere")
+	c := startCacher(t, s, 100)
+	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if w.Initial != 50 {
+		t.Errorf("Initial = %d, want the 50 objects in a", w.Initial)
+	}
+	// Two changes, in the cache before the client reads anything.
+	var last *corev1.ConfigMap
+	for _, n := range []string{"new-1", "new-2"} {
+		last = createCM(t, s, "a", n)
+	}
+	rev, _ := storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "new-2"), rev); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		ev := next(t, w)
+		if ev.Type != watch.Added || !want[name(ev)] {
+			t.Fatalf("initial event %s %s, want ADDED of one of the 50 not seen yet", ev.Type, name(ev))
+		}
+		delete(want, name(ev))
+	}
+	for _, n := range []string{"new-1", "new-2"} {
+		if ev := next(t, w); ev.Type != watch.Added || name(ev) != n {
+			t.Fatalf("event %s %s after the initial ones, want ADDED %s", ev.Type, name(ev), n)
+		}
+	}
+
+	// Unread again: three changes overflow a buffer of two.
+	slow, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"new-3", "new-4", "new-5"} {
+		last = createCM(t, s, "a", n)
+	}
+	rev, _ = storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "new-5"), rev); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range slow.Events() {
+		n++
+	}
+	if n >= 52+3 {
+		t.Errorf("the watch with room for 2 changes got all %d events after 3; want it cut off", n)
+	}
+}
+
+// A resumed watch counts as initial only the replayed events it delivers.
+func TestCacherReplayCountsOnlyItsPrefix(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	first := createCM(t, s, "a", "first")
+	c := startCacher(t, s, 100)
+	// The history starts when the cache has listed.
+	rev, _ := storage.ParseResourceVersion(first.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "first"), rev); err != nil {
+		t.Fatal(err)
+	}
+	from := c.Revision()
+	createCM(t, s, "b", "other")
+	last := createCM(t, s, "a", "second")
+	rev, _ = storage.ParseResourceVersion(last.ResourceVersion)
+	if _, err := c.Get(ctx, storage.Key(configmaps, "a", "second"), rev); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), from, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if w.Initial != 1 {
+		t.Errorf("Initial = %d, want 1: the change in b is not the watch's", w.Initial)
+	}
+	if ev := next(t, w); name(ev) != "second" {
+		t.Errorf("replayed %s, want second", name(ev))
+	}
+}
+
+// Watches that start together may share what they start with, but a watch
+// that starts after a change starts with it.
+func TestCacherWatchStartsAfterTheLastChange(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	createCM(t, s, "a", "one")
+	two := createCM(t, s, "a", "two")
+	c := startCacher(t, s, 100)
+	prefix := storage.ListPrefix(configmaps, "a")
+
+	// initial returns the names of the initial events of a watch from
+	// revision 0, once the cache has reached the write at rv.
+	initial := func(rv string) []string {
+		t.Helper()
+		rev, _ := storage.ParseResourceVersion(rv)
+		if _, err := c.Get(ctx, storage.Key(configmaps, "a", "one"), rev); err != nil {
+			t.Fatal(err)
+		}
+		w, _, err := c.Watch(ctx, prefix, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		var names []string
+		for range w.Initial {
+			names = append(names, name(next(t, w)))
+		}
+		slices.Sort(names)
+		return names
+	}
+	for _, tc := range []struct {
+		change func() string // returns the resourceVersion of the change
+		want   []string
+	}{
+		{func() string { return two.ResourceVersion }, []string{"one", "two"}},
+		{func() string { return two.ResourceVersion }, []string{"one", "two"}},
+		{func() string { return createCM(t, s, "a", "three").ResourceVersion }, []string{"one", "three", "two"}},
+		{func() string { return createCM(t, s, "b", "elsewhere").ResourceVersion }, []string{"one", "three", "two"}},
+		{func() string {
+			rev, _ := storage.ParseResourceVersion(two.ResourceVersion)
+			deleted, err := s.Delete(ctx, storage.Key(configmaps, "a", "two"), rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strconv.FormatInt(deleted, 10)
+		}, []string{"one", "three"}},
+	} {
+		if got := initial(tc.change()); !slices.Equal(got, tc.want) {
+			t.Errorf("watch started with %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// Wait returns once the cache has reached a revision, or when its context
+// ends first.
+func TestCacherWait(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	c := startCacher(t, s, 100)
+	cur, err := c.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(ctx, cur); err != nil {
+		t.Fatalf("Wait(%d), the current revision: %v", cur, err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- c.Wait(ctx, cur+1) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Wait(%d) returned %v before anything was written", cur+1, err)
+	default:
+	}
+	createCM(t, s, "a", "one")
+	if err := <-done; err != nil {
+		t.Errorf("Wait(%d) after a write: %v", cur+1, err)
+	}
+
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.Wait(short, cur+100); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait for a revision never written, context canceled: %v, want context.Canceled", err)
+	}
+}
+
+// The cache lists its resource page after page, all at one revision, and
+// follows it from there.
+func TestCacherListsInPages(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	var want []string
+	for i := range 7 {
+		cm := createCM(t, s, fmt.Sprintf("ns-%d", i%2), fmt.Sprintf("cm-%d", i))
+		want = append(want, cm.Namespace+"/"+cm.Name+"@"+cm.ResourceVersion)
+	}
+	c := storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, 100, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	storage.SetListPageSize(c, 2)
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	after := createCM(t, s, "ns-0", "after")
+	rev, _ := storage.ParseResourceVersion(after.ResourceVersion)
+	want = append(want, "ns-0/after@"+after.ResourceVersion)
+	var got []string
+	if _, err := c.List(ctx, storage.ListPrefix(configmaps, ""), rev, func(o runtime.Object) error {
+		cm := o.(*corev1.ConfigMap)
+		got = append(got, cm.Namespace+"/"+cm.Name+"@"+cm.ResourceVersion)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("cache holds %q, want %q", got, want)
 	}
 }

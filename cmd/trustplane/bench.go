@@ -27,6 +27,9 @@ type benchFlags struct {
 	watchEvents int
 	watchRate   float64
 	output      string
+	hold        int
+	watchList   bool
+	pid         int
 }
 
 func (f *benchFlags) validate() error {
@@ -50,6 +53,15 @@ func (f *benchFlags) validate() error {
 	}
 	if f.output != "table" && f.output != "json" {
 		errs = append(errs, fmt.Errorf("-o %q: want table or json", f.output))
+	}
+	if f.hold < 0 {
+		errs = append(errs, fmt.Errorf("--hold %d must not be negative", f.hold))
+	}
+	if f.hold > 0 && f.pid <= 0 {
+		errs = append(errs, errors.New("--hold needs the --apiserver-pid of the API server to measure"))
+	}
+	if f.hold == 0 && (f.watchList || f.pid != 0) {
+		errs = append(errs, errors.New("--watch-list and --apiserver-pid are for --hold"))
 	}
 	if f.dir != "" && len(f.etcdServers) == 0 {
 		errs = append(errs, errors.New("--dir needs at least one --etcd-servers URL"))
@@ -97,7 +109,15 @@ instead, to measure delivery under a load the cluster sustains.
 
 With --dir, it also puts values as large as one stored Secret straight into
 etcd, as the API server's etcd identity found in DIR/pki, and reports creates
-per second as a ratio of those raw puts, measured in the same run.`,
+per second as a ratio of those raw puts, measured in the same run.
+
+With --hold N, it measures memory instead: it creates N ConfigMaps of
+--object-bytes at --concurrency, opens --watchers watches of them (with
+--watch-list, each receives them all as initial events, as client-go
+informers do), then reads the resident memory (VmRSS, and the peak VmHWM)
+of the API server process --apiserver-pid from /proc. Run the API server
+alone in its process (trustplane apiserver, with trustplane etcd apart), on
+this machine, freshly started: the peak counts from its start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -128,6 +148,15 @@ per second as a ratio of those raw puts, measured in the same run.`,
 				WatchEvents: f.watchEvents,
 				WatchRate:   f.watchRate,
 				Logger:      newLogger(),
+				Hold:        f.hold,
+				WatchList:   f.watchList,
+			}
+			if f.pid > 0 {
+				c.Memory = bench.ProcessMemory(f.pid)
+				// A wrong PID fails now, not after the creates.
+				if _, err := c.Memory(ctx); err != nil {
+					return err
+				}
 			}
 			if f.dir != "" {
 				cli, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(datadir.Layout{Dir: f.dir}.PKI(), f.etcdServers))
@@ -161,6 +190,9 @@ per second as a ratio of those raw puts, measured in the same run.`,
 	fs.IntVar(&f.watchers, "watchers", f.watchers, "watches open during the watch fan-out")
 	fs.IntVar(&f.watchEvents, "watch-events", f.watchEvents, "ConfigMaps created while the watches are open")
 	fs.Float64Var(&f.watchRate, "watch-rate", 0, "events per second the watch phase creates; 0 creates them as fast as --concurrency allows")
+	fs.IntVar(&f.hold, "hold", 0, "measure memory instead: ConfigMaps to create and watch before reading the API server's RSS")
+	fs.BoolVar(&f.watchList, "watch-list", false, "with --hold, watch with the watch-list protocol (sendInitialEvents) as client-go informers do")
+	fs.IntVar(&f.pid, "apiserver-pid", 0, "with --hold, the PID of the API server process, whose memory is read from /proc")
 	fs.StringVarP(&f.output, "output", "o", f.output, "output format: table or json")
 	return cmd
 }

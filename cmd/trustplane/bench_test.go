@@ -55,6 +55,12 @@ func TestBenchFlagsValidate(t *testing.T) {
 		{"dir without etcd", func(f *benchFlags) { f.dir = "d" }, []string{"--etcd-servers"}},
 		{"paced watch", func(f *benchFlags) { f.watchRate = 20 }, nil},
 		{"negative watch rate", func(f *benchFlags) { f.watchRate = -1 }, []string{"--watch-rate -1"}},
+		{"hold", func(f *benchFlags) { f.hold, f.pid = 100000, 42 }, nil},
+		{"hold with watch list", func(f *benchFlags) { f.hold, f.pid, f.watchList = 1, 42, true }, nil},
+		{"negative hold", func(f *benchFlags) { f.hold, f.pid = -1, 42 }, []string{"--hold -1"}},
+		{"hold without pid", func(f *benchFlags) { f.hold = 1 }, []string{"--apiserver-pid"}},
+		{"watch list without hold", func(f *benchFlags) { f.watchList = true }, []string{"--watch-list"}},
+		{"pid without hold", func(f *benchFlags) { f.pid = 42 }, []string{"--apiserver-pid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := valid()
@@ -73,7 +79,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	bin := benchBuild(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	etcdURL := benchUp(t, bin, dir)
+	etcdURL, pid := benchUp(t, bin, dir)
 	adminConf := filepath.Join(dir, "admin.conf")
 
 	stdout, stderr, err := benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
@@ -117,6 +123,36 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("create: ratio to etcd puts %v, want positive", r.Ratio)
 	}
 	benchCheckNothingLeft(t, adminConf, dir, etcdURL)
+
+	// A hold run reads the memory of the server's process: here the
+	// whole cluster of `trustplane up`, which is enough to check that it
+	// is read. Its watches, of both kinds, must all open and, with the
+	// watch-list protocol, deliver every ConfigMap.
+	for _, watchList := range []bool{false, true} {
+		args := []string{"bench", "--kubeconfig", adminConf, "--hold", "50", "--watchers", "3", "--apiserver-pid", strconv.Itoa(pid), "-o", "json"}
+		if watchList {
+			args = append(args, "--watch-list")
+		}
+		stdout, stderr, err := benchRun(t, bin, args...)
+		if err != nil {
+			t.Fatalf("trustplane %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
+		}
+		var results []bench.Result
+		if err := json.Unmarshal(stdout, &results); err != nil {
+			t.Fatalf("bench output is not a JSON list of results: %v\n%s", err, stdout)
+		}
+		if len(results) != 1 || results[0].Phase != bench.PhaseHold {
+			t.Fatalf("hold run (watch list %t) results %+v, want one of phase %s", watchList, results, bench.PhaseHold)
+		}
+		r := results[0]
+		if r.Ops != 50 || r.Watchers != 3 || r.BaseRSSBytes <= 0 || r.RSSBytes <= 0 || r.PeakRSSBytes < r.RSSBytes {
+			t.Errorf("hold (watch list %t): %+v, want 50 creates, 3 watchers, 0 < RSS <= peak and an RSS before", watchList, r)
+		}
+		if wantExpected := map[bool]int{false: 0, true: 150}[watchList]; r.Expected != wantExpected || r.Delivered != r.Expected {
+			t.Errorf("hold (watch list %t): delivered %d of %d initial events, want %d of %d", watchList, r.Delivered, r.Expected, wantExpected, wantExpected)
+		}
+		benchCheckNothingLeft(t, adminConf, dir, etcdURL)
+	}
 
 	// A run whose creates fail (an object over the request size limit)
 	// reports the failure and still removes its namespace.
@@ -200,9 +236,9 @@ func benchRun(t *testing.T, bin string, args ...string) (stdout, stderr []byte, 
 }
 
 // benchUp runs `trustplane up` on free loopback ports in dir until the test
-// ends, and returns the URL of its etcd. The cluster is stopped with
-// SIGTERM and must exit cleanly.
-func benchUp(t *testing.T, bin, dir string) string {
+// ends, and returns the URL of its etcd and the PID of its process. The
+// cluster is stopped with SIGTERM and must exit cleanly.
+func benchUp(t *testing.T, bin, dir string) (etcdURL string, pid int) {
 	t.Helper()
 	ports := benchFreePorts(t, 4)
 	cmd := exec.Command(bin, "up", "--dir", dir,
@@ -269,7 +305,7 @@ func benchUp(t *testing.T, bin, dir string) string {
 	case <-time.After(benchStartTimeout):
 		t.Fatalf("trustplane up not ready within %s", benchStartTimeout)
 	}
-	return "https://127.0.0.1:" + strconv.Itoa(ports[1])
+	return "https://127.0.0.1:" + strconv.Itoa(ports[1]), cmd.Process.Pid
 }
 
 // benchFreePorts returns n distinct loopback ports that were free a moment

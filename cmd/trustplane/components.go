@@ -92,12 +92,17 @@ func newEtcdCommand() *cobra.Command {
 
 func newAPIServerCommand() *cobra.Command {
 	o := apiserver.NewOptions()
+	var mem memoryLimitFlag
 	cmd := &cobra.Command{
 		Use:   "apiserver",
 		Short: "Run the API server alone, against etcd at --etcd-servers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAPIServer(cmd.Context(), o, newLogger(), func() {
+			logger := newLogger()
+			if err := mem.apply(logger); err != nil {
+				return err
+			}
+			return runAPIServer(cmd.Context(), o, logger, func() {
 				fmt.Fprintf(cmd.OutOrStdout(), "API server serving at https://%s\n", o.Address())
 			})
 		},
@@ -111,6 +116,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "requests served at once; more get 429")
 	fs.StringVar(&o.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 	fs.DurationVar(&o.MaxTokenExpiration, "service-account-max-token-expiration", o.MaxTokenExpiration, "longest ServiceAccount token a TokenRequest may ask for")
+	mem.addTo(fs)
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 func newUpCommand() *cobra.Command {
 	f := newClusterFlags()
 	var e etcdFlags
+	var mem memoryLimitFlag
 	var etcdServers []string
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -28,12 +29,18 @@ own credentials. SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			if err := e.validate(); err != nil {
 				return err
 			}
+			if err := mem.validate(); err != nil {
+				return err
+			}
 			if err := runInit(cmd, f); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			logger := newLogger()
+			if err := mem.apply(logger); err != nil {
+				return err
+			}
 			o := *f.apiserver
 			if len(etcdServers) > 0 {
 				o.EtcdServers = etcdServers
@@ -67,6 +74,7 @@ own credentials. SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	}
 	f.addTo(cmd.Flags())
 	e.addTo(cmd.Flags())
+	mem.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
 }
