@@ -131,18 +131,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	}
 	conditional := setsResourceVersion(p.contentType, p.body)
 	build := func(old runtime.Object) (runtime.Object, error) {
-		patched, warnings, err := m.Patch(old, p.request(r.UserAgent()))
+		patched, err := applyPatch(w, r, m, p, conditional, old)
 		if err != nil {
 			return nil, err
-		}
-		// A retry finds the same problems; warn dedupes them.
-		warn(w, warnings...)
-		if !conditional {
-			// A patch that names no resourceVersion applies to whatever
-			// is stored, retried if the object changes meanwhile.
-			if accessor, err := meta.Accessor(patched); err == nil {
-				accessor.SetResourceVersion("")
-			}
 		}
 		if q.subresource == "status" {
 			// Only the status of the patched object is taken.
@@ -188,4 +179,22 @@ func setsResourceVersion(contentType string, body []byte) bool {
 		return true
 	}
 	return doc.Metadata != nil && doc.Metadata.ResourceVersion != nil
+}
+
+// applyPatch patches old with p through m and sends the warnings it finds.
+// Unless the patch names a resourceVersion (conditional), the result
+// applies to whatever is stored, retried if the object changes meanwhile.
+func applyPatch(w http.ResponseWriter, r *http.Request, m *patch.Manager, p *patchRequest, conditional bool, old runtime.Object) (runtime.Object, error) {
+	patched, warnings, err := m.Patch(old, p.request(r.UserAgent()))
+	if err != nil {
+		return nil, err
+	}
+	// A retry finds the same problems; warn dedupes them.
+	warn(w, warnings...)
+	if !conditional {
+		if accessor, err := meta.Accessor(patched); err == nil {
+			accessor.SetResourceVersion("")
+		}
+	}
+	return patched, nil
 }

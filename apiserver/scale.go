@@ -145,20 +145,7 @@ func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restReque
 	}
 	conditional := setsResourceVersion(p.contentType, p.body)
 	s.writeScale(w, r, q, patchToUpdateOptions(p.opts), p.dry, func(current *autoscalingv1.Scale) (runtime.Object, error) {
-		obj, warnings, err := s.scalePatcher.Patch(current, p.request(r.UserAgent()))
-		if err != nil {
-			return nil, err
-		}
-		// A retry finds the same problems; warn dedupes them.
-		warn(w, warnings...)
-		if !conditional {
-			// A patch that names no resourceVersion applies to whatever
-			// is stored, retried if the object changes meanwhile.
-			if accessor, err := meta.Accessor(obj); err == nil {
-				accessor.SetResourceVersion("")
-			}
-		}
-		return obj, nil
+		return applyPatch(w, r, s.scalePatcher, p, conditional, current)
 	})
 }
 

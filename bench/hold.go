@@ -52,14 +52,7 @@ func (r *run) hold(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	watchers, err := r.openWatches(ctx, opts)
-	defer func() {
-		for _, w := range watchers {
-			if w != nil {
-				w.w.Stop()
-				w.cancel()
-			}
-		}
-	}()
+	defer stopAll(watchers)
 	if err != nil {
 		return Result{}, err
 	}

@@ -48,14 +48,7 @@ func (r *run) watch(ctx context.Context) (Result, error) {
 		return Result{}, fmt.Errorf("list config maps in %s: %w", r.Namespace, err)
 	}
 	watchers, err := r.openWatches(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-	defer func() {
-		for _, w := range watchers {
-			if w != nil {
-				w.w.Stop()
-				w.cancel()
-			}
-		}
-	}()
+	defer stopAll(watchers)
 	if err != nil {
 		return Result{}, err
 	}
@@ -218,4 +211,15 @@ func nameIndex(name, prefix string, n int) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// stopAll stops the watches of openWatches, skipping those a failed open
+// left nil.
+func stopAll(watchers []*watcher) {
+	for _, w := range watchers {
+		if w != nil {
+			w.w.Stop()
+			w.cancel()
+		}
+	}
 }
