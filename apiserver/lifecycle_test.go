@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"fmt"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,5 +99,39 @@ func TestStatusSubresource(t *testing.T) {
 	alice := ts.clientset(t, &identity{user: "alice"})
 	if _, err := alice.CoreV1().Namespaces().UpdateStatus(ctx, st, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("status update without permission: %v, want Forbidden", err)
+	}
+}
+
+// A request that follows an answered write sees it, though the watch
+// caches learn of it a moment later: a namespace deleted is terminating
+// for the next create, a ServiceAccount deleted refuses its token at once.
+func TestNextRequestSeesTheWrite(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for i := range 20 {
+		ns := fmt.Sprintf("gone-%d", i)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sa", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().ServiceAccounts(ns).Delete(ctx, "sa", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := ts.server.tokenAuthn.AuthenticateToken(ctx, tr.Status.Token); ok {
+			t.Errorf("%s: the token of a ServiceAccount just deleted was accepted", ns)
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: create just after the namespace's delete: %v, want Forbidden", ns, err)
+		}
 	}
 }

@@ -72,8 +72,17 @@ func (cr cacheReader) Bound(ctx context.Context, kind, namespace, name string) (
 // cache does not have yet; (nil, nil) when it does not exist.
 func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, namespace, name string, newObj func() runtime.Object) (runtime.Object, error) {
 	key := storage.Key(gr, namespace, name)
-	if obj, err := cr.caches[gr].Get(ctx, key, -1); err == nil && obj != nil {
-		return obj, nil
+	if cache := cr.caches[gr]; cache.Ready() {
+		// Read this server's own writes: once a delete is answered, the
+		// next request must not find the object, so the cache must have
+		// every write this server made to gr. It is usually there
+		// already; if it is slow, etcd answers.
+		waitCtx, cancel := context.WithTimeout(ctx, freshCacheWait)
+		obj, err := cache.Get(waitCtx, key, cr.store.Written(gr))
+		cancel()
+		if err == nil && obj != nil {
+			return obj, nil
+		}
 	}
 	obj := newObj()
 	err := cr.store.Get(ctx, gr, key, obj)
@@ -84,6 +93,10 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 }
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+
+// freshCacheWait bounds the wait for a watch cache to reach this server's
+// last write before a read goes to etcd instead.
+const freshCacheWait = time.Second
 
 // requestToken issues a ServiceAccount token (serviceaccounts/token): for
 // an existing service account, with audiences (the API server's by

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -25,6 +27,35 @@ type Store struct {
 	serializer   runtime.Serializer
 	transformers map[schema.GroupResource]value.Transformer
 	timeout      time.Duration
+	// written maps a resource (its name, the first segment of its keys)
+	// to an *atomic.Int64 holding the revision of the last write this
+	// store made to it, for readers of a watch cache to read their writes.
+	written sync.Map
+}
+
+// noteWrite records that a write to key, or to every key under it, is at
+// revision rev.
+func (s *Store) noteWrite(key string, rev int64) {
+	resource, _, _ := strings.Cut(strings.TrimPrefix(key, Prefix), "/")
+	v, _ := s.written.LoadOrStore(resource, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	for {
+		cur := last.Load()
+		if cur >= rev || last.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// Written is the revision of the last write this store made to a resource
+// of gr, 0 if none: a watch cache of gr that has reached it reflects every
+// write this server has answered.
+func (s *Store) Written(gr schema.GroupResource) int64 {
+	v, ok := s.written.Load(gr.Resource)
+	if !ok {
+		return 0
+	}
+	return v.(*atomic.Int64).Load()
 }
 
 // New returns a store over client. Objects of a resource with a
@@ -129,6 +160,7 @@ func (s *Store) Create(ctx context.Context, gr schema.GroupResource, key string,
 	if !resp.Succeeded {
 		return ErrAlreadyExists
 	}
+	s.noteWrite(key, resp.Header.Revision)
 	return setResourceVersion(obj, resp.Header.Revision)
 }
 
@@ -219,6 +251,7 @@ func (s *Store) Update(ctx context.Context, gr schema.GroupResource, key string,
 	if !resp.Succeeded {
 		return missingOrConflict(resp)
 	}
+	s.noteWrite(key, resp.Header.Revision)
 	return setResourceVersion(obj, resp.Header.Revision)
 }
 
@@ -242,6 +275,10 @@ func (s *Store) Delete(ctx context.Context, key string, rev int64, prefixes ...s
 	}
 	if !resp.Succeeded {
 		return 0, missingOrConflict(resp)
+	}
+	s.noteWrite(key, resp.Header.Revision)
+	for _, p := range prefixes {
+		s.noteWrite(p, resp.Header.Revision)
 	}
 	return resp.Header.Revision, nil
 }
