@@ -6,8 +6,11 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 func TestFinalizersHoldDeletion(t *testing.T) {
@@ -104,7 +107,8 @@ func TestStatusSubresource(t *testing.T) {
 
 // A request that follows an answered write sees it, though the watch
 // caches learn of it a moment later: a namespace deleted is terminating
-// for the next create, a ServiceAccount deleted refuses its token at once.
+// for the next create, a ServiceAccount deleted refuses its token at once,
+// a RoleBinding created or deleted decides the next request.
 func TestNextRequestSeesTheWrite(t *testing.T) {
 	ts := startServer(t)
 	cs := ts.clientset(t, admin)
@@ -126,6 +130,21 @@ func TestNextRequestSeesTheWrite(t *testing.T) {
 		}
 		if _, ok, _ := ts.server.tokenAuthn.AuthenticateToken(ctx, tr.Status.Token); ok {
 			t.Errorf("%s: the token of a ServiceAccount just deleted was accepted", ns)
+		}
+		// A binding is in force for the next request, and so is its removal.
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "rita"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "rita"}}}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rita := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "rita", Groups: []string{user.AllAuthenticated}}, Verb: "list", Resource: "configmaps", Namespace: ns, ResourceRequest: true}
+		if d, _, err := ts.server.authz.Authorize(ctx, rita); d != authorizer.DecisionAllow {
+			t.Errorf("%s: just after the binding's create: %v %v, want allowed", ns, d, err)
+		}
+		if err := cs.RbacV1().RoleBindings(ns).Delete(ctx, "rita", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if d, _, _ := ts.server.authz.Authorize(ctx, rita); d == authorizer.DecisionAllow {
+			t.Errorf("%s: just after the binding's delete: allowed", ns)
 		}
 		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

@@ -58,6 +58,9 @@ var (
 
 // PodsOnNode reads the pods bound to a node, by index.
 func (cr cacheReader) PodsOnNode(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
+	if err := cr.catchUp(ctx, podsGR); err != nil {
+		return nil, err
+	}
 	if nodeName == "" {
 		return nil, errors.New("pods on node: node name is empty")
 	}
@@ -100,6 +103,9 @@ func indexBindings(caches map[schema.GroupResource]*storage.Cacher) {
 // ClusterRoleBindingsFor reads the cluster role bindings that name u, by
 // index.
 func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) ([]*rbacv1.ClusterRoleBinding, error) {
+	if err := cr.catchUp(ctx, clusterRoleBindingsGR); err != nil {
+		return nil, err
+	}
 	seen := map[*rbacv1.ClusterRoleBinding]bool{}
 	var out []*rbacv1.ClusterRoleBinding
 	for _, key := range rbac.SubjectKeys(u) {
@@ -120,6 +126,9 @@ func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) (
 // RoleBindingsFor reads the role bindings of namespace that name u, by
 // index.
 func (cr cacheReader) RoleBindingsFor(ctx context.Context, namespace string, u user.Info) ([]*rbacv1.RoleBinding, error) {
+	if err := cr.catchUp(ctx, roleBindingsGR); err != nil {
+		return nil, err
+	}
 	if namespace == "" {
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
@@ -163,6 +172,9 @@ func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Na
 }
 
 func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+	if err := cr.catchUp(ctx, clusterRoleBindingsGR); err != nil {
+		return nil, err
+	}
 	var out []*rbacv1.ClusterRoleBinding
 	_, err := cr.caches[clusterRoleBindingsGR].Visit(ctx, storage.ListPrefix(clusterRoleBindingsGR, ""), -1, func(obj runtime.Object) error {
 		out = append(out, obj.(*rbacv1.ClusterRoleBinding))
@@ -172,6 +184,9 @@ func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.Cl
 }
 
 func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	if err := cr.catchUp(ctx, roleBindingsGR); err != nil {
+		return nil, err
+	}
 	if namespace == "" {
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
@@ -184,6 +199,9 @@ func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([
 }
 
 func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+	if err := cr.catchUp(ctx, clusterRolesGR); err != nil {
+		return nil, err
+	}
 	obj, err := cr.caches[clusterRolesGR].Get(ctx, storage.Key(clusterRolesGR, "", name), -1)
 	if err != nil || obj == nil {
 		return nil, err
@@ -192,6 +210,9 @@ func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.
 }
 
 func (cr cacheReader) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	if err := cr.catchUp(ctx, rolesGR); err != nil {
+		return nil, err
+	}
 	obj, err := cr.caches[rolesGR].Get(ctx, storage.Key(rolesGR, namespace, name), -1)
 	if err != nil || obj == nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -51,6 +52,9 @@ type Cacher struct {
 	indexers  map[string]IndexFunc
 	// pageSize is listPageSize but in tests.
 	pageSize int64
+
+	// revision is rev, for readers that take no lock: set with it.
+	revision atomic.Int64
 
 	mu      sync.RWMutex // guards the fields below
 	objects map[string]runtime.Object
@@ -147,6 +151,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 		c.index(key, obj)
 	}
 	c.rev = rev
+	c.revision.Store(rev)
 	c.events = nil
 	c.oldest = rev
 	c.snapshots = nil
@@ -221,6 +226,7 @@ func (c *Cacher) advance(rev int64) {
 	c.mu.Lock()
 	if rev > c.rev {
 		c.rev = rev
+		c.revision.Store(rev)
 		c.changed.Broadcast()
 	}
 	c.mu.Unlock()
@@ -279,6 +285,7 @@ func (c *Cacher) apply(ctx context.Context, ev *clientv3.Event) {
 	}
 	if out.Rev > c.rev {
 		c.rev = out.Rev
+		c.revision.Store(out.Rev)
 	}
 	for w := range c.watchers {
 		w.send(out)
@@ -691,9 +698,7 @@ func (c *Cacher) Ready() bool {
 
 // Revision is the revision the cache reflects.
 func (c *Cacher) Revision() int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.rev
+	return c.revision.Load()
 }
 
 // keyMatches reports whether key is selected by a watch of prefix: a
