@@ -58,7 +58,7 @@ var (
 
 // PodsOnNode reads the pods bound to a node, by index.
 func (cr cacheReader) PodsOnNode(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	if err := cr.catchUp(ctx, podsGR); err != nil {
+	if err := cr.caches[podsGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	if nodeName == "" {
@@ -103,7 +103,7 @@ func indexBindings(caches map[schema.GroupResource]*storage.Cacher) {
 // ClusterRoleBindingsFor reads the cluster role bindings that name u, by
 // index.
 func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) ([]*rbacv1.ClusterRoleBinding, error) {
-	if err := cr.catchUp(ctx, clusterRoleBindingsGR); err != nil {
+	if err := cr.caches[clusterRoleBindingsGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	seen := map[*rbacv1.ClusterRoleBinding]bool{}
@@ -126,7 +126,7 @@ func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) (
 // RoleBindingsFor reads the role bindings of namespace that name u, by
 // index.
 func (cr cacheReader) RoleBindingsFor(ctx context.Context, namespace string, u user.Info) ([]*rbacv1.RoleBinding, error) {
-	if err := cr.catchUp(ctx, roleBindingsGR); err != nil {
+	if err := cr.caches[roleBindingsGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	if namespace == "" {
@@ -172,7 +172,7 @@ func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Na
 }
 
 func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
-	if err := cr.catchUp(ctx, clusterRoleBindingsGR); err != nil {
+	if err := cr.caches[clusterRoleBindingsGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	var out []*rbacv1.ClusterRoleBinding
@@ -184,7 +184,7 @@ func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.Cl
 }
 
 func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
-	if err := cr.catchUp(ctx, roleBindingsGR); err != nil {
+	if err := cr.caches[roleBindingsGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	if namespace == "" {
@@ -199,7 +199,7 @@ func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([
 }
 
 func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	if err := cr.catchUp(ctx, clusterRolesGR); err != nil {
+	if err := cr.caches[clusterRolesGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	obj, err := cr.caches[clusterRolesGR].Get(ctx, storage.Key(clusterRolesGR, "", name), -1)
@@ -210,7 +210,7 @@ func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.
 }
 
 func (cr cacheReader) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
-	if err := cr.catchUp(ctx, rolesGR); err != nil {
+	if err := cr.caches[rolesGR].CatchUp(ctx); err != nil {
 		return nil, err
 	}
 	obj, err := cr.caches[rolesGR].Get(ctx, storage.Key(rolesGR, namespace, name), -1)

@@ -74,7 +74,7 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 	key := storage.Key(gr, namespace, name)
 	// A cache that is slow to catch up with this server's writes leaves
 	// the read to etcd.
-	if cache := cr.caches[gr]; cache.Ready() && cr.catchUp(ctx, gr) == nil {
+	if cache := cr.caches[gr]; cache.Ready() && cache.CatchUp(ctx) == nil {
 		if obj, err := cache.Get(ctx, key, -1); err == nil && obj != nil {
 			return obj, nil
 		}
@@ -88,28 +88,6 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 }
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
-
-// freshCacheWait bounds the wait for a watch cache to reach this server's
-// last write.
-const freshCacheWait = time.Second
-
-// catchUp makes the next read of gr's cache see every write this server
-// has answered: once a delete is answered, the next request must not find
-// the object, nor be allowed by the binding it removed. The cache has
-// usually heard of the write already; if not, catchUp waits for it, at
-// most freshCacheWait, and then fails, and the read must not go on from
-// the cache. A cache that is not ready is left to the read, which refuses
-// at once.
-func (cr cacheReader) catchUp(ctx context.Context, gr schema.GroupResource) error {
-	cache := cr.caches[gr]
-	rev := cr.store.Written(gr)
-	if rev == 0 || cache.Revision() >= rev || !cache.Ready() {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, freshCacheWait)
-	defer cancel()
-	return cache.Wait(ctx, rev)
-}
 
 // requestToken issues a ServiceAccount token (serviceaccounts/token): for
 // an existing service account, with audiences (the API server's by

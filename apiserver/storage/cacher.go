@@ -696,6 +696,25 @@ func (c *Cacher) Ready() bool {
 	return c.ready
 }
 
+// catchUpWait bounds CatchUp's wait.
+const catchUpWait = time.Second
+
+// CatchUp makes the next read of the cache see every write its store has
+// answered: once a delete is answered, the next request must not find the
+// object, nor be allowed by the binding it removed. The cache has usually
+// heard of the write already; if not, CatchUp waits for it, at most
+// catchUpWait, and then fails, and the read must not go on from the cache.
+// A cache that is not ready is left to the read, which refuses at once.
+func (c *Cacher) CatchUp(ctx context.Context) error {
+	rev := c.store.Written(c.gr)
+	if rev == 0 || c.Revision() >= rev || !c.Ready() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	return c.Wait(ctx, rev)
+}
+
 // Revision is the revision the cache reflects.
 func (c *Cacher) Revision() int64 {
 	return c.revision.Load()
