@@ -3,9 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trustplane/trustplane/etcd/etcdtest"
 )
 
 const (
@@ -85,7 +85,7 @@ func (c *cluster) start(t *testing.T) {
 	if c.proc != nil {
 		t.Fatal("start: trustplane is already running")
 	}
-	ports := freePorts(t, 4)
+	ports := etcdtest.FreePortNumbers(t, 4)
 	args := []string{"up", "--dir", c.dir,
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]),
@@ -208,30 +208,6 @@ func checkKubeconfigServers(t *testing.T, url string, paths ...string) {
 			}
 		}
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-// All n listeners are open at once, so the ports differ from each other.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	var errs []error
-	for _, ln := range lns {
-		errs = append(errs, ln.Close())
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	return ports
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a child

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trustplane/trustplane/etcd/etcdtest"
 )
 
 // runUntilLine starts the binary with args and returns once it prints a
@@ -76,7 +78,7 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	bin := trustplaneBinary(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	ports := freePorts(t, 4)
+	ports := etcdtest.FreePortNumbers(t, 4)
 	api, client, peer, httpPort := strconv.Itoa(ports[0]), strconv.Itoa(ports[1]), strconv.Itoa(ports[2]), strconv.Itoa(ports[3])
 	if out, err := exec.Command(bin, "init", "--dir", dir, "--secure-port", api).CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/trustplane/trustplane/bench"
 	"github.com/trustplane/trustplane/etcd"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
 )
 
 // The helpers below carry a bench prefix: other commands' tests share
@@ -240,7 +240,7 @@ func benchRun(t *testing.T, bin string, args ...string) (stdout, stderr []byte, 
 // cluster is stopped with SIGTERM and must exit cleanly.
 func benchUp(t *testing.T, bin, dir string) (etcdURL string, pid int) {
 	t.Helper()
-	ports := benchFreePorts(t, 4)
+	ports := etcdtest.FreePortNumbers(t, 4)
 	cmd := exec.Command(bin, "up", "--dir", dir,
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]),
@@ -306,22 +306,6 @@ func benchUp(t *testing.T, bin, dir string) (etcdURL string, pid int) {
 		t.Fatalf("trustplane up not ready within %s", benchStartTimeout)
 	}
 	return "https://127.0.0.1:" + strconv.Itoa(ports[1]), cmd.Process.Pid
-}
-
-// benchFreePorts returns n distinct loopback ports that were free a moment
-// ago; all n listeners are open at once, so the ports differ.
-func benchFreePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("find a free port: %v", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 // benchBuffer is a bytes.Buffer safe for the concurrent writes of a child

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,6 +76,25 @@ func (e *Etcd) Client(t testing.TB) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// FreePortNumbers returns the ports of FreePorts, for flags that take a
+// port.
+func FreePortNumbers(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for _, addr := range FreePorts(t, n) {
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, n)
+	}
+	return ports
 }
 
 // FreePorts returns n distinct loopback host:port addresses that were free
