@@ -8,7 +8,7 @@
 // and one Manager per kind at start-up; both are safe for concurrent use.
 // The PATCH handler passes the stored object, or nil, and stores what
 // Patch returns, sending its warnings as Warning headers; POST and PUT
-// handlers record their writes with Update. See ExampleManager_Apply.
+// handlers record their writes with Update. See ExampleManager_Patch.
 //
 // Every error is an API error (k8s.io/apimachinery/pkg/api/errors), never
 // a 5xx for anything a client can send:

@@ -12,7 +12,7 @@ import (
 
 // A server builds the type converter and one Manager per kind at start-up,
 // then calls Apply from its PATCH handler with the stored object.
-func ExampleManager_Apply() {
+func ExampleManager_Patch() {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		panic(err)
@@ -25,13 +25,13 @@ func ExampleManager_Apply() {
 
 	// kubectl apply --server-side on a missing object creates it.
 	manifest := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"blue"}}`
-	obj, err := configMaps.Apply(nil, "application/apply-patch+yaml", []byte(manifest), "kubectl", "", false)
+	obj, _, err := configMaps.Patch(nil, patch.Request{ContentType: "application/apply-patch+yaml", Body: []byte(manifest), FieldManager: "kubectl"})
 	if err != nil {
 		panic(err)
 	}
 	// kubectl label settings team=web
-	obj, err = configMaps.Apply(obj, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"team":"web"}}}`),
-		"kubectl-label", "kubectl/v1.32.5 (linux/amd64) kubernetes/9894294", false)
+	obj, _, err = configMaps.Patch(obj, patch.Request{ContentType: "application/merge-patch+json", Body: []byte(`{"metadata":{"labels":{"team":"web"}}}`),
+		FieldManager: "kubectl-label", UserAgent: "kubectl/v1.32.5 (linux/amd64) kubernetes/9894294"})
 	if err != nil {
 		panic(err)
 	}
@@ -42,8 +42,8 @@ func ExampleManager_Apply() {
 	}
 
 	// Another manager changing kubectl's field is a conflict.
-	_, err = configMaps.Apply(cm, "application/apply-patch+yaml",
-		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`), "helm", "", false)
+	_, _, err = configMaps.Patch(cm, patch.Request{ContentType: "application/apply-patch+yaml",
+		Body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`), FieldManager: "helm"})
 	fmt.Println(apierrors.IsConflict(err), err)
 	// Output:
 	// map[color:blue] map[team:web]

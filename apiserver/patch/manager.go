@@ -180,20 +180,6 @@ type Request struct {
 	UserAgent string
 }
 
-// Apply is Patch with FieldValidation Ignore: unknown fields are dropped
-// and the last of duplicate keys wins, without a word.
-func (m *Manager) Apply(current runtime.Object, contentType string, body []byte, fieldManager, userAgent string, force bool) (runtime.Object, error) {
-	obj, _, err := m.Patch(current, Request{
-		ContentType:     contentType,
-		Body:            body,
-		FieldManager:    fieldManager,
-		Force:           force,
-		FieldValidation: metav1.FieldValidationIgnore,
-		UserAgent:       userAgent,
-	})
-	return obj, err
-}
-
 // Patch computes the patched object: current is the stored object, nil
 // when none exists, in which case only an apply patch may create one.
 //

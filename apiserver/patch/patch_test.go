@@ -413,7 +413,7 @@ func TestApplyDeployment(t *testing.T) {
 				current = stored
 			}
 			before := current.DeepCopy()
-			got, err := f.deployments.Apply(current, tt.contentType, []byte(tt.body), tt.fieldManager, kubectlUA, tt.force)
+			got, err := applyIgnoring(f.deployments, current, tt.contentType, []byte(tt.body), tt.fieldManager, kubectlUA, tt.force)
 			if !equality.Semantic.DeepEqual(before, current) {
 				t.Errorf("Apply modified current:\n%s", diff.Diff(before, current))
 			}
@@ -468,7 +468,7 @@ func TestApplyConfigMap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.configMaps.Apply(stored, tt.contentType, []byte(tt.body), "test", "", false)
+			got, err := applyIgnoring(f.configMaps, stored, tt.contentType, []byte(tt.body), "test", "", false)
 			if tt.want == nil {
 				if c := code(err); c != tt.wantCode {
 					t.Fatalf("Apply() error = %v (code %d), want code %d", err, c, tt.wantCode)
@@ -496,24 +496,24 @@ func TestApplyNothingStored(t *testing.T) {
 	f := newFixture(t)
 	for _, ct := range []string{ctJSON, ctMerge, ctStrategic} {
 		t.Run(ct, func(t *testing.T) {
-			_, err := f.deployments.Apply(nil, ct, []byte(`{}`), "", kubectlUA, false)
+			_, err := applyIgnoring(f.deployments, nil, ct, []byte(`{}`), "", kubectlUA, false)
 			if c := code(err); c != 404 {
 				t.Errorf("Apply(nil) error = %v (code %d), want 404", err, c)
 			}
 		})
 	}
 	t.Run("typed nil current", func(t *testing.T) {
-		_, err := f.deployments.Apply((*appsv1.Deployment)(nil), ctMerge, []byte(`{}`), "", kubectlUA, false)
+		_, err := applyIgnoring(f.deployments, (*appsv1.Deployment)(nil), ctMerge, []byte(`{}`), "", kubectlUA, false)
 		if c := code(err); c != 404 {
 			t.Errorf("Apply(nil) error = %v (code %d), want 404", err, c)
 		}
-		obj, err := f.configMaps.Apply((*corev1.ConfigMap)(nil), ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), "m", "", false)
+		obj, err := applyIgnoring(f.configMaps, (*corev1.ConfigMap)(nil), ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), "m", "", false)
 		if err != nil || obj.(*corev1.ConfigMap).Name != "x" {
 			t.Errorf("Apply(nil) = %v, %v; want the ConfigMap x", obj, err)
 		}
 	})
 	t.Run("current of another kind", func(t *testing.T) {
-		_, err := f.deployments.Apply(configMap(), ctMerge, []byte(`{}`), "", kubectlUA, false)
+		_, err := applyIgnoring(f.deployments, configMap(), ctMerge, []byte(`{}`), "", kubectlUA, false)
 		if c := code(err); c != 400 {
 			t.Errorf("Apply(ConfigMap) error = %v (code %d), want 400", err, c)
 		}
@@ -534,7 +534,7 @@ func TestApplyResultIsFresh(t *testing.T) {
 	for ct, body := range bodies {
 		t.Run(ct, func(t *testing.T) {
 			before := stored.DeepCopy()
-			got, err := f.deployments.Apply(stored, ct, []byte(body), "m", "", false)
+			got, err := applyIgnoring(f.deployments, stored, ct, []byte(body), "m", "", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -565,7 +565,7 @@ func TestServerSideApply(t *testing.T) {
 	m := f.deployments
 
 	// 1. Create: the apply patch against nothing.
-	obj, err := m.Apply(nil, ctApply, []byte(manifest(1, `"app":"web","tier":"frontend"`)), "kubectl", kubectlUA, false)
+	obj, err := applyIgnoring(m, nil, ctApply, []byte(manifest(1, `"app":"web","tier":"frontend"`)), "kubectl", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -584,7 +584,7 @@ func TestServerSideApply(t *testing.T) {
 
 	// 2. The same manager applies again, without the tier label: owned
 	// fields left out of the manifest are removed.
-	obj, err = m.Apply(d, ctApply, []byte(manifest(2, `"app":"web"`)), "kubectl", kubectlUA, false)
+	obj, err = applyIgnoring(m, d, ctApply, []byte(manifest(2, `"app":"web"`)), "kubectl", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("re-apply: %v", err)
 	}
@@ -594,7 +594,7 @@ func TestServerSideApply(t *testing.T) {
 	}
 
 	// 3. Another manager applies a different replicas: a conflict.
-	_, err = m.Apply(d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`), "autoscaler", "", false)
+	_, err = applyIgnoring(m, d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`), "autoscaler", "", false)
 	if c := code(err); c != 409 || !apierrors.IsConflict(err) {
 		t.Fatalf("conflict: error = %v (code %d), want a 409 Conflict", err, c)
 	}
@@ -607,12 +607,12 @@ func TestServerSideApply(t *testing.T) {
 	}
 
 	// 3b. The same value is no conflict: both managers then own it.
-	if _, err := m.Apply(d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2}}`), "autoscaler", "", false); err != nil {
+	if _, err := applyIgnoring(m, d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2}}`), "autoscaler", "", false); err != nil {
 		t.Errorf("same value: %v, want no conflict", err)
 	}
 
 	// 4. force=true takes the field over.
-	obj, err = m.Apply(d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`), "autoscaler", "", true)
+	obj, err = applyIgnoring(m, d, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":5}}`), "autoscaler", "", true)
 	if err != nil {
 		t.Fatalf("force: %v", err)
 	}
@@ -630,15 +630,15 @@ func TestServerSideApply(t *testing.T) {
 	// 5. Non-apply patches are recorded as Update, under the fieldManager,
 	// else the User-Agent's product name, else "unknown" (the field
 	// manager's name for nobody).
-	obj, err = m.Apply(d, ctMerge, []byte(`{"metadata":{"labels":{"a":"b"}}}`), "kubectl-label", kubectlUA, false)
+	obj, err = applyIgnoring(m, d, ctMerge, []byte(`{"metadata":{"labels":{"a":"b"}}}`), "kubectl-label", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("label: %v", err)
 	}
-	obj, err = m.Apply(obj, ctStrategic, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}}`), "", kubectlUA, false)
+	obj, err = applyIgnoring(m, obj, ctStrategic, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}}`), "", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("edit: %v", err)
 	}
-	obj, err = m.Apply(obj, ctJSON, []byte(`[{"op":"add","path":"/metadata/annotations","value":{"note":"x"}}]`), "", "", false)
+	obj, err = applyIgnoring(m, obj, ctJSON, []byte(`[{"op":"add","path":"/metadata/annotations","value":{"note":"x"}}]`), "", "", false)
 	if err != nil {
 		t.Fatalf("json patch: %v", err)
 	}
@@ -660,14 +660,14 @@ func TestServerSideApply(t *testing.T) {
 	// 6. Applying to an object that predates managedFields: its fields go
 	// to "before-first-apply", so changing one of them is a conflict.
 	legacy := deployment()
-	obj, err = m.Apply(legacy, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":1}}`), "kubectl", "", false)
+	obj, err = applyIgnoring(m, legacy, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":1}}`), "kubectl", "", false)
 	if err != nil {
 		t.Fatalf("legacy: %v", err)
 	}
 	if _, ok := entry(obj, "before-first-apply", metav1.ManagedFieldsOperationUpdate); !ok {
 		t.Errorf("legacy: managers = %v, want before-first-apply/Update", managers(obj))
 	}
-	_, err = m.Apply(legacy, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":3}}`), "kubectl", "", false)
+	_, err = applyIgnoring(m, legacy, ctApply, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":3}}`), "kubectl", "", false)
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "before-first-apply") {
 		t.Errorf("legacy change: error = %v, want a conflict with before-first-apply", err)
 	}
@@ -692,7 +692,7 @@ func TestMigrateToServerSideApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `[{"op":"replace","path":"/metadata/managedFields","value":` + string(value) + `},{"op":"replace","path":"/metadata/resourceVersion","value":"9"}]`
-	obj, err = m.Apply(cm, ctJSON, []byte(body), "", kubectlUA, false)
+	obj, err = applyIgnoring(m, cm, ctJSON, []byte(body), "", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -700,7 +700,7 @@ func TestMigrateToServerSideApply(t *testing.T) {
 		t.Fatalf("migrate: managers = %v, want %v", got, want)
 	}
 	// kubectl can now drop a key by leaving it out of its manifest.
-	obj, err = m.Apply(obj, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"blue"}}`), "kubectl", kubectlUA, false)
+	obj, err = applyIgnoring(m, obj, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"blue"}}`), "kubectl", kubectlUA, false)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -712,7 +712,7 @@ func TestMigrateToServerSideApply(t *testing.T) {
 func TestServerSideApplyConfigMapYAML(t *testing.T) {
 	f := newFixture(t)
 	body := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  color: blue\n  count: \"3\"\n"
-	obj, err := f.configMaps.Apply(nil, ctApply, []byte(body), "helm", "", false)
+	obj, err := applyIgnoring(f.configMaps, nil, ctApply, []byte(body), "helm", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -773,7 +773,7 @@ func TestServerSideApplyErrors(t *testing.T) {
 			if fm == "" && !strings.HasPrefix(tt.name, "no fieldManager") {
 				fm = "kubectl"
 			}
-			_, err := f.deployments.Apply(current, ctApply, []byte(tt.body), fm, kubectlUA, false)
+			_, err := applyIgnoring(f.deployments, current, ctApply, []byte(tt.body), fm, kubectlUA, false)
 			if c := code(err); c != tt.wantCode {
 				t.Fatalf("Apply() error = %v (code %d), want code %d", err, c, tt.wantCode)
 			}
@@ -827,7 +827,7 @@ func TestUpdate(t *testing.T) {
 	}
 
 	// An apply after updates keeps the update managers and adds its own.
-	obj, err = m.Apply(obj, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"size":"l"}}`), "kubectl", "", true)
+	obj, err = applyIgnoring(m, obj, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"size":"l"}}`), "kubectl", "", true)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -960,7 +960,7 @@ func TestSubresourceManager(t *testing.T) {
 			return obj, err
 		}, []string{"kubectl-create/Update/", "writer/Update/status"}},
 		{"apply", func() (runtime.Object, error) {
-			return m.Apply(live, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`), "writer", "", true)
+			return applyIgnoring(m, live, ctApply, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`), "writer", "", true)
 		}, []string{"kubectl-create/Update/", "writer/Apply/status"}},
 	}
 	for _, tt := range tests {
@@ -1035,7 +1035,7 @@ func TestHostileBodies(t *testing.T) {
 		t.Run(b.contentType+"/"+b.name, func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				_, err := f.deployments.Apply(stored, b.contentType, []byte(b.body), "m", "", false)
+				_, err := applyIgnoring(f.deployments, stored, b.contentType, []byte(b.body), "m", "", false)
 				done <- err
 			}()
 			select {
@@ -1069,7 +1069,7 @@ func TestConcurrentApply(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := f.deployments.Apply(stored, ct, []byte(body), fmt.Sprintf("m%d", i), "", ct == ctApply); err != nil {
+				if _, err := applyIgnoring(f.deployments, stored, ct, []byte(body), fmt.Sprintf("m%d", i), "", ct == ctApply); err != nil {
 					errs <- fmt.Errorf("%s: %w", ct, err)
 				}
 			}()
@@ -1177,4 +1177,18 @@ func wrap(contentType string, configMap bool, body []byte) []byte {
 		b = "{" + kind + b[1:]
 	}
 	return []byte(b)
+}
+
+// applyIgnoring is Patch with FieldValidation Ignore, as most tests want:
+// unknown fields are dropped and the last of duplicate keys wins.
+func applyIgnoring(m *Manager, current runtime.Object, contentType string, body []byte, fieldManager, userAgent string, force bool) (runtime.Object, error) {
+	obj, _, err := m.Patch(current, Request{
+		ContentType:     contentType,
+		Body:            body,
+		FieldManager:    fieldManager,
+		Force:           force,
+		FieldValidation: metav1.FieldValidationIgnore,
+		UserAgent:       userAgent,
+	})
+	return obj, err
 }
