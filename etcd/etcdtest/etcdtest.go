@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -98,21 +99,36 @@ func FreePortNumbers(t testing.TB, n int) []int {
 }
 
 // FreePorts returns n distinct loopback host:port addresses that were free
-// a moment ago.
+// a moment ago. They are below Linux's ephemeral range (32768 and up by
+// default), where a port the kernel picks for ":0" lies: an outgoing
+// connection of any test running beside this one takes its source port
+// from that range, and could take a port between its choice here and its
+// use by the server.
 func FreePorts(t testing.TB, n int) []string {
 	t.Helper()
 	var addrs []string
 	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free loopback ports between %d and %d", n, lowPort, highPort)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowPort+rand.IntN(highPort-lowPort))))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		ls = append(ls, l)
 		addrs = append(addrs, l.Addr().String())
 	}
-	for _, l := range ls {
-		l.Close()
-	}
 	return addrs
 }
+
+// FreePorts picks ports in [lowPort, highPort), under the ephemeral range.
+const (
+	lowPort  = 20000
+	highPort = 32768
+)
