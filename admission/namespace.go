@@ -12,8 +12,13 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// immortalNamespaces may never be deleted.
-func immortalNamespaces() []string { return []string{"default", "kube-system", "kube-public"} }
+// SystemNamespaces are the namespaces a cluster starts with, as
+// kube-apiserver creates them, and may never be deleted. kube-apiserver
+// protects the first three; kube-node-lease is protected too, because a
+// node agent whose Lease namespace vanishes takes its node down with it.
+func SystemNamespaces() []string {
+	return []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+}
 
 // NamespaceGetter reads a namespace; a missing one is an API NotFound error.
 type NamespaceGetter interface {
@@ -22,7 +27,7 @@ type NamespaceGetter interface {
 
 // NamespaceLifecycle refuses writes into a namespace that does not exist,
 // new objects in a namespace that is terminating, and the deletion of the
-// immortal namespaces.
+// system namespaces.
 type NamespaceLifecycle struct {
 	*admission.Handler
 	namespaces NamespaceGetter
@@ -47,7 +52,7 @@ var namespaceKind = schema.GroupKind{Kind: "Namespace"}
 func (l *NamespaceLifecycle) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetKind().GroupKind() == namespaceKind {
 		if a.GetOperation() == admission.Delete && a.GetSubresource() == "" {
-			for _, name := range immortalNamespaces() {
+			for _, name := range SystemNamespaces() {
 				if a.GetName() == name {
 					return admission.NewForbidden(a, errors.New("this namespace may not be deleted"))
 				}

@@ -61,6 +61,8 @@ func TestNamespaceLifecycle(t *testing.T) {
 		}},
 		{"delete default", attrs(nsKind, "", "default", admission.Delete), apierrors.IsForbidden},
 		{"delete kube-system", attrs(nsKind, "", "kube-system", admission.Delete), apierrors.IsForbidden},
+		{"delete kube-public", attrs(nsKind, "", "kube-public", admission.Delete), apierrors.IsForbidden},
+		{"delete kube-node-lease", attrs(nsKind, "", "kube-node-lease", admission.Delete), apierrors.IsForbidden},
 		{"delete other namespace", attrs(nsKind, "", "team-a", admission.Delete), func(err error) bool { return err == nil }},
 		{"create namespace", attrs(nsKind, "", "team-a", admission.Create), func(err error) bool { return err == nil }},
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
 )
@@ -88,9 +89,6 @@ func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want ru
 	return false, fmt.Errorf("still changing after %d attempts", maxUpdateAttempts)
 }
 
-// systemNamespaces exist from the first start.
-var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
-
 // bootstrap creates what a cluster starts with and is missing: the system
 // namespaces and the bootstrap RBAC policy. Existing objects are kept as
 // they are.
@@ -105,7 +103,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			obj runtime.Object
 		}{gr, obj})
 	}
-	for _, name := range systemNamespaces {
+	for _, name := range admission.SystemNamespaces() {
 		add(namespacesGR, &corev1.Namespace{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
 			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},

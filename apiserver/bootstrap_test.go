@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trustplane/trustplane/rbac"
@@ -60,5 +62,27 @@ func TestBootstrapReconciles(t *testing.T) {
 	kept, _ = cs.RbacV1().ClusterRoles().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
 	if len(kept.Rules) != 0 {
 		t.Error("reconcile changed a role whose autoupdate is false")
+	}
+}
+
+// A fresh cluster has kube's four system namespaces, and none of them can
+// be deleted, by the cluster admin either.
+func TestSystemNamespaces(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("namespace %s: %v", name, err)
+			continue
+		}
+		if ns.Status.Phase != corev1.NamespaceActive {
+			t.Errorf("namespace %s is %s, want Active", name, ns.Status.Phase)
+		}
+		err = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("delete namespace %s: %v, want Forbidden", name, err)
+		}
 	}
 }
