@@ -46,7 +46,10 @@ func NewNamespaceLifecycle(g NamespaceGetter) (*NamespaceLifecycle, error) {
 	}, nil
 }
 
-var namespaceKind = schema.GroupKind{Kind: "Namespace"}
+var (
+	namespaceKind      = schema.GroupKind{Kind: "Namespace"}
+	localAccessReviews = schema.GroupResource{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}
+)
 
 // Validate implements admission.ValidationInterface.
 func (l *NamespaceLifecycle) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -61,6 +64,12 @@ func (l *NamespaceLifecycle) Validate(ctx context.Context, a admission.Attribute
 		return nil
 	}
 	if a.GetNamespace() == "" || a.GetOperation() == admission.Delete {
+		return nil
+	}
+	if a.GetResource().GroupResource() == localAccessReviews {
+		// As kube-apiserver: an access review may ask about any
+		// namespace; answering that it does not exist would tell more
+		// than the review does.
 		return nil
 	}
 	ns, err := l.namespaces.GetNamespace(ctx, a.GetNamespace())

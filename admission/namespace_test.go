@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,8 @@ func TestNamespaceLifecycle(t *testing.T) {
 			_, isAPI := err.(apierrors.APIStatus)
 			return err != nil && !isAPI
 		}},
+		{"local access review in a missing namespace", admission.NewAttributesRecord(nil, nil, authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview"), "missing", "", authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews"), "", admission.Create, nil, false, &user.DefaultInfo{Name: "alice"}), func(err error) bool { return err == nil }},
+		{"local access review in a terminating namespace", admission.NewAttributesRecord(nil, nil, authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview"), "dying", "", authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews"), "", admission.Create, nil, false, &user.DefaultInfo{Name: "alice"}), func(err error) bool { return err == nil }},
 		{"delete default", attrs(nsKind, "", "default", admission.Delete), apierrors.IsForbidden},
 		{"delete kube-system", attrs(nsKind, "", "kube-system", admission.Delete), apierrors.IsForbidden},
 		{"delete kube-public", attrs(nsKind, "", "kube-public", admission.Delete), apierrors.IsForbidden},

@@ -1,42 +1,39 @@
 package apiserver
 
 import (
-	"context"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/admission"
+	"github.com/trustplane/trustplane/admission"
+	"github.com/trustplane/trustplane/rbac"
 )
 
-func (s *Server) admissionAttributes(ctx context.Context, q *restRequest, obj, old runtime.Object, name string, op admission.Operation, opts runtime.Object, dry bool) admission.Attributes {
-	return admission.NewAttributesRecord(obj, old, q.res.gvk(), q.namespace, name, q.res.gvr, "", op, opts, dry, userFrom(ctx))
-}
-
-// admit runs the mutating admission plugins.
-func (s *Server) admit(ctx context.Context, attrs admission.Attributes) error {
-	if s.mutating.Handles(attrs.GetOperation()) {
-		return s.mutating.Admit(ctx, attrs, s.objectInterfaces)
-	}
-	return nil
-}
-
-// validate checks the object, then runs the validating admission plugins.
-func (s *Server) validate(ctx context.Context, res *resource, obj, old runtime.Object, attrs admission.Attributes) error {
-	errs, err := validateObject(res, obj, old)
+// admissionChains are the mutating and the validating admission chains,
+// each in kube-apiserver's plugin order. A plugin is in the chain of each
+// interface it implements: today's plugins only validate, so the mutating
+// chain is empty and handles nothing. extra plugins go last.
+func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
+	lifecycle, err := admission.NewNamespaceLifecycle(reader)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if len(errs) > 0 {
-		accessor, _ := metaAccessor(obj)
-		return apierrors.NewInvalid(res.gvk().GroupKind(), accessor.GetName(), errs)
+	nodeRestriction, err := admission.NewNodeRestriction(reader)
+	if err != nil {
+		return nil, nil, err
 	}
-	return s.validateAdmission(ctx, attrs)
-}
-
-// validateAdmission runs the validating admission plugins.
-func (s *Server) validateAdmission(ctx context.Context, attrs admission.Attributes) error {
-	if s.validating.Handles(attrs.GetOperation()) {
-		return s.validating.Validate(ctx, attrs, s.objectInterfaces)
+	escalation, err := admission.NewRBACEscalation(authz, rbacAuthz)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	plugins := append([]k8sadmission.Interface{lifecycle, nodeRestriction, escalation}, extra...)
+	var mutating, validating []k8sadmission.Interface
+	for _, p := range plugins {
+		if _, ok := p.(k8sadmission.MutationInterface); ok {
+			mutating = append(mutating, p)
+		}
+		if _, ok := p.(k8sadmission.ValidationInterface); ok {
+			validating = append(validating, p)
+		}
+	}
+	return k8sadmission.NewChainHandler(mutating...), k8sadmission.NewChainHandler(validating...), nil
 }

@@ -60,7 +60,7 @@ func auditAnnotate(ctx context.Context, key, value string) {
 // for it.
 func auditRequestObject(ctx context.Context, obj runtime.Object) {
 	rec := auditRecordFrom(ctx)
-	if rec == nil || !audit.AtLeast(rec.level, auditv1.LevelRequest) {
+	if rec == nil || obj == nil || !audit.AtLeast(rec.level, auditv1.LevelRequest) {
 		return
 	}
 	u := encodeForAudit(obj)

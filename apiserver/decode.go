@@ -28,21 +28,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// decodeObject decodes the request body into a new object of res, in the
-// body's content type (JSON, YAML or protobuf), checks that it is of the
-// resource's kind and sets the kind's defaults. See decodeKind for
-// fieldValidation.
-func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, validation string, res *resource) (runtime.Object, error) {
-	obj, err := s.decodeKind(w, r, validation, res.gvk(), res.newObject)
-	if err != nil {
-		return nil, err
-	}
-	if res.defaults != nil {
-		res.defaults(obj)
-	}
-	return obj, nil
-}
-
 // decodeKind decodes the body of a POST or PUT as a want, made by
 // newObject. As in kube-apiserver, validation, the request's validated
 // fieldValidation option, decides what becomes of the unknown fields and

@@ -16,48 +16,66 @@ import (
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	opts, err := s.decodeDeleteOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// deleteRoute is DELETE of one object.
+func (s *Server) deleteRoute(q *restRequest) *writeRoute {
+	return &writeRoute{
+		op:   admission.Delete,
+		kind: q.res.gvk(),
+		decode: func(_ http.ResponseWriter, r *http.Request) (*writeInput, error) {
+			opts, err := s.decodeDeleteOptions(r)
+			if err != nil {
+				return nil, err
+			}
+			return &writeInput{audited: opts, opts: opts, dry: isDryRun(opts.DryRun)}, nil
+		},
+		load: func(ctx context.Context, a *attempt) error {
+			one := q.in(a.ref.namespace)
+			old, err := s.load(ctx, one, a.ref.name)
+			if err != nil {
+				return one.storageError(err, a.ref.name)
+			}
+			a.old = old
+			return nil
+		},
+		// A delete writes no object of its own.
+		build: func(context.Context, http.ResponseWriter, *http.Request, *writeInput, *attempt) error { return nil },
+		validate: func(_ context.Context, in *writeInput, a *attempt) error {
+			return checkPreconditions(q, a, in.opts.(*metav1.DeleteOptions).Preconditions)
+		},
+		store: func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+			return s.deleteOne(ctx, q.in(a.ref.namespace), a, in.opts.(*metav1.DeleteOptions), in.dry)
+		},
+		respond: s.respondOne(http.StatusOK),
 	}
-	dry := isDryRun(opts.DryRun)
-	out, err := s.deleteOne(r.Context(), q, q.name, opts, dry)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	s.respond.object(w, r, http.StatusOK, out)
 }
 
-// deleteOne deletes one object: after its preconditions and admission, at
-// once, or by marking it when finalizers or a grace period hold it. It
-// returns what the client is answered: a Status when the object is gone,
-// the marked object otherwise.
-func (s *Server) deleteOne(ctx context.Context, q *restRequest, name string, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
-	gr := q.res.groupResource()
-	old, err := s.load(ctx, q, name)
-	if err != nil {
-		return nil, q.storageError(err, name)
+// checkPreconditions holds a delete to the uid and resourceVersion its
+// options name.
+func checkPreconditions(q *restRequest, a *attempt, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
 	}
+	accessor, err := meta.Accessor(a.old)
+	if err != nil {
+		return err
+	}
+	gr, name := q.res.groupResource(), a.ref.name
+	if p.UID != nil && *p.UID != accessor.GetUID() {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, accessor.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != accessor.GetResourceVersion() {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, accessor.GetResourceVersion()))
+	}
+	return nil
+}
+
+// deleteOne deletes a.old: at once, or by marking it when finalizers or a
+// grace period hold it. It returns what the client is answered: a Status
+// when the object is gone, the marked object otherwise.
+func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
+	name, old := a.ref.name, a.old
 	oldAccessor, err := meta.Accessor(old)
 	if err != nil {
-		return nil, err
-	}
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && *p.UID != oldAccessor.GetUID() {
-			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, oldAccessor.GetUID()))
-		}
-		if p.ResourceVersion != nil && *p.ResourceVersion != oldAccessor.GetResourceVersion() {
-			return nil, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, oldAccessor.GetResourceVersion()))
-		}
-	}
-	attrs := s.admissionAttributes(ctx, q, nil, old, name, admission.Delete, opts, dry)
-	if err := s.admit(ctx, attrs); err != nil {
-		return nil, err
-	}
-	if err := s.validateAdmission(ctx, attrs); err != nil {
 		return nil, err
 	}
 	rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
@@ -128,61 +146,66 @@ func deletedStatus(q *restRequest, name string, accessor metav1.Object) *metav1.
 	}
 }
 
-// deleteCollection deletes every object the selectors match, one by one,
-// each through admission, and answers the list of what it deleted.
-func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	sel, err := parseSelector(q, r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	opts, err := s.decodeDeleteOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	dry := isDryRun(opts.DryRun)
-	cache := s.cache(q)
-	rev, err := cache.CurrentRevision(ctx)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	var matched []runtime.Object
-	if _, err := cache.List(ctx, storage.ListPrefix(q.res.groupResource(), q.namespace), rev, func(obj runtime.Object) error {
-		if obj = q.served(obj); sel.matches(obj) {
-			matched = append(matched, obj)
+// deleteCollectionRoute is DELETE of every object the selectors match,
+// one by one, each down the write path, answered with the list of what it
+// deleted.
+func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
+	route := s.deleteRoute(q)
+	decodeOptions := route.decode
+	var sel *selector
+	route.decode = func(w http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
+		if sel, err = parseSelector(q, r); err != nil {
+			return nil, err
 		}
-		return nil
-	}); err != nil {
-		s.respond.error(w, r, err)
-		return
+		return decodeOptions(w, r)
 	}
-	var deleted []runtime.Object
-	for _, obj := range matched {
-		accessor, _ := meta.Accessor(obj)
-		one := *q
-		one.namespace = accessor.GetNamespace()
-		out, err := s.deleteOne(ctx, &one, accessor.GetName(), opts, dry)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+	route.targets = func(ctx context.Context, _ *http.Request) ([]objectRef, error) {
+		cache := s.cache(q)
+		rev, err := cache.CurrentRevision(ctx)
 		if err != nil {
+			return nil, err
+		}
+		var refs []objectRef
+		_, err = cache.List(ctx, storage.ListPrefix(q.res.groupResource(), q.namespace), rev, func(obj runtime.Object) error {
+			if obj = q.served(obj); sel.matches(obj) {
+				accessor, err := meta.Accessor(obj)
+				if err != nil {
+					return err
+				}
+				refs = append(refs, objectRef{namespace: accessor.GetNamespace(), name: accessor.GetName()})
+			}
+			return nil
+		})
+		return refs, err
+	}
+	// What went meanwhile is not an error.
+	route.skipMissing = true
+	deleteOne := route.store
+	route.store = func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+		out, err := deleteOne(ctx, in, a)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if _, gone := out.(*metav1.Status); gone {
+			out = a.old
+		}
+		return out, err
+	}
+	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
+		var deleted []runtime.Object
+		for _, obj := range results {
+			if obj != nil {
+				deleted = append(deleted, obj)
+			}
+		}
+		list := q.res.newList()
+		if err := meta.SetList(list, deleted); err != nil {
 			s.respond.error(w, r, err)
 			return
 		}
-		if _, gone := out.(*metav1.Status); gone {
-			out = obj
-		}
-		deleted = append(deleted, out)
+		s.respond.object(w, r, http.StatusOK, list)
 	}
-	list := q.res.newList()
-	if err := meta.SetList(list, deleted); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	s.respond.object(w, r, http.StatusOK, list)
+	return route
 }
 
 // deleteStored removes a stored object at revision rev. A namespace goes

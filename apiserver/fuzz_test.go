@@ -54,12 +54,15 @@ func FuzzDecodeBody(f *testing.F) {
 			}
 			return
 		}
-		obj, err := s.decodeObject(httptest.NewRecorder(), r, opts.FieldValidation, resource)
+		obj, err := s.decodeKind(httptest.NewRecorder(), r, opts.FieldValidation, resource.gvk(), resource.newObject)
 		if err != nil {
 			if !isClientError(err) {
 				t.Fatalf("decode error is not a 4xx API error: %v", err)
 			}
 			return
+		}
+		if resource.defaults != nil {
+			resource.defaults(obj)
 		}
 		if obj.GetObjectKind().GroupVersionKind() != resource.gvk() {
 			t.Fatalf("decoded %v for a %v URL", obj.GetObjectKind().GroupVersionKind(), resource.gvk())

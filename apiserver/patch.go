@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
@@ -51,6 +53,21 @@ type patchRequest struct {
 	body        []byte
 	opts        *metav1.PatchOptions // validated
 	dry         bool
+	// conditional: the patch names a resourceVersion, a precondition.
+	conditional bool
+}
+
+// audited is the patch as the audit event's request object, in JSON as
+// kube-apiserver records it: an apply patch in YAML is converted.
+func (p *patchRequest) audited() runtime.Object {
+	body := p.body
+	if p.contentType == string(types.ApplyYAMLPatchType) {
+		var err error
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return nil
+		}
+	}
+	return &runtime.Unknown{Raw: body, ContentType: runtime.ContentTypeJSON}
 }
 
 // request is p for the patch manager.
@@ -81,82 +98,108 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &patchRequest{contentType: mediaType, body: body, opts: opts, dry: isDryRun(opts.DryRun)}, nil
+	return &patchRequest{contentType: mediaType, body: body, opts: opts, dry: isDryRun(opts.DryRun), conditional: setsResourceVersion(mediaType, body)}, nil
 }
 
-// patch applies a JSON, merge, strategic merge or apply patch to an object
-// or its status. An apply patch to an object that does not exist creates
-// it. fieldValidation (Strict, Warn by default, or Ignore) is the patch
-// manager's: a strict refusal is an error, warnings are Warning headers.
-func (s *Server) patch(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	p, err := s.readPatch(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
+// patchRoute applies a JSON, merge, strategic merge or apply patch to an
+// object or its status. An apply patch to an object that does not exist
+// creates it. fieldValidation (Strict, Warn by default, or Ignore) is the
+// patch manager's: a strict refusal is an error, warnings are Warning
+// headers.
+func (s *Server) patchRoute(q *restRequest) *writeRoute {
 	m := s.patchers[q.res.gvr]
-	isApply := p.contentType == patch.Types[3]
-	if isApply && q.subresource == "" {
-		exists, err := s.exists(r.Context(), q, q.name)
-		if err != nil {
-			s.respond.error(w, r, err)
-			return
+	var p *patchRequest
+	decode := func(_ http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
+		if p, err = s.readPatch(r); err != nil {
+			return nil, err
 		}
-		if !exists {
-			obj, warnings, err := m.Patch(nil, p.request(r.UserAgent()))
-			if err != nil {
-				s.respond.error(w, r, err)
-				return
-			}
-			warn(w, warnings...)
-			accessor, err := meta.Accessor(obj)
-			if err != nil {
-				s.respond.error(w, r, err)
-				return
-			}
-			if accessor.GetName() == "" {
-				accessor.SetName(q.name)
-			}
-			if accessor.GetName() != q.name {
-				s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name)))
-				return
-			}
-			if q.res.defaults != nil {
-				q.res.defaults(obj)
-			}
-			auditRequestObject(r.Context(), obj)
-			s.createObject(w, r, q, obj, patchToCreateOptions(p.opts), func(o runtime.Object) (runtime.Object, error) { return o, nil })
-			return
-		}
+		return &writeInput{audited: p.audited(), opts: patchToUpdateOptions(p.opts), dry: p.dry}, nil
 	}
-	conditional := setsResourceVersion(p.contentType, p.body)
-	build := func(old runtime.Object) (runtime.Object, error) {
-		patched, err := applyPatch(w, r, m, p, conditional, old)
+	merge := func(w http.ResponseWriter, r *http.Request, _ *writeInput, old runtime.Object) (runtime.Object, error) {
+		patched, err := applyPatch(w, r, m, p, old)
 		if err != nil {
 			return nil, err
 		}
 		if q.subresource == "status" {
 			// Only the status of the patched object is taken.
-			next := old.DeepCopyObject()
-			copyStatus(next, patched)
-			nextAccessor, _ := meta.Accessor(next)
+			copyStatus(old, patched)
+			oldAccessor, _ := meta.Accessor(old)
 			patchedAccessor, _ := meta.Accessor(patched)
-			nextAccessor.SetManagedFields(patchedAccessor.GetManagedFields())
+			oldAccessor.SetManagedFields(patchedAccessor.GetManagedFields())
 			if patchedAccessor.GetResourceVersion() != "" {
-				nextAccessor.SetResourceVersion(patchedAccessor.GetResourceVersion())
+				oldAccessor.SetResourceVersion(patchedAccessor.GetResourceVersion())
 			}
-			return next, nil
+			return old, nil
 		}
 		return patched, nil
 	}
-	s.writeUpdate(w, r, q, build, patchToUpdateOptions(p.opts), p.dry)
+	route := s.existingRoute(q, decode, merge)
+	if q.subresource != "" {
+		return route
+	}
+	// Server-side apply creates what is missing: the write is then a
+	// create, admitted and stored as one.
+	load, build, validate, update := route.load, route.build, route.validate, route.store
+	create := s.storeNew(q)
+	route.load = func(ctx context.Context, a *attempt) error {
+		err := load(ctx, a)
+		if apierrors.IsNotFound(err) && p.contentType == string(types.ApplyYAMLPatchType) {
+			a.op = admission.Create
+			return nil
+		}
+		return err
+	}
+	route.build = func(ctx context.Context, w http.ResponseWriter, r *http.Request, in *writeInput, a *attempt) error {
+		if a.op != admission.Create {
+			return build(ctx, w, r, in, a)
+		}
+		in.opts = patchToCreateOptions(p.opts)
+		obj, warnings, err := m.Patch(nil, p.request(r.UserAgent()))
+		if err != nil {
+			return err
+		}
+		warn(w, warnings...)
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if accessor.GetName() == "" {
+			accessor.SetName(q.name)
+		}
+		if accessor.GetName() != q.name {
+			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name))
+		}
+		if q.res.defaults != nil {
+			q.res.defaults(obj)
+		}
+		a.obj, err = s.prepareNew(ctx, q, obj, func(o runtime.Object) (runtime.Object, error) { return o, nil })
+		return err
+	}
+	route.validate = func(ctx context.Context, in *writeInput, a *attempt) error {
+		if a.op == admission.Create {
+			return validateObject(q.res, a.obj, nil)
+		}
+		return validate(ctx, in, a)
+	}
+	code := http.StatusOK
+	route.store = func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+		if a.op == admission.Create {
+			code = http.StatusCreated
+			return create(ctx, in, a)
+		}
+		return update(ctx, in, a)
+	}
+	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
+		s.respond.object(w, r, code, results[0])
+	}
+	return route
 }
 
 // setsResourceVersion reports whether a patch names a resourceVersion,
 // which makes it a precondition. A body it cannot read is treated as
 // naming one: the patch then fails or holds to the stored version.
 func setsResourceVersion(contentType string, body []byte) bool {
-	if contentType == patch.Types[0] {
+	if contentType == string(types.JSONPatchType) {
 		var ops []struct {
 			Path string `json:"path"`
 		}
@@ -182,16 +225,16 @@ func setsResourceVersion(contentType string, body []byte) bool {
 }
 
 // applyPatch patches old with p through m and sends the warnings it finds.
-// Unless the patch names a resourceVersion (conditional), the result
-// applies to whatever is stored, retried if the object changes meanwhile.
-func applyPatch(w http.ResponseWriter, r *http.Request, m *patch.Manager, p *patchRequest, conditional bool, old runtime.Object) (runtime.Object, error) {
+// Unless the patch names a resourceVersion, the result applies to whatever
+// is stored, retried if the object changes meanwhile.
+func applyPatch(w http.ResponseWriter, r *http.Request, m *patch.Manager, p *patchRequest, old runtime.Object) (runtime.Object, error) {
 	patched, warnings, err := m.Patch(old, p.request(r.UserAgent()))
 	if err != nil {
 		return nil, err
 	}
 	// A retry finds the same problems; warn dedupes them.
 	warn(w, warnings...)
-	if !conditional {
+	if !p.conditional {
 		if accessor, err := meta.Accessor(patched); err == nil {
 			accessor.SetResourceVersion("")
 		}

@@ -54,7 +54,7 @@ type resource struct {
 	supportedFields map[string]bool
 	// review, when set, makes this a create-only resource that is
 	// computed, never stored.
-	review reviewFunc
+	review *review
 	// view, when set, serves this resource from another's storage.
 	view *storageView
 }

@@ -60,7 +60,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	}
 	req := &restRequest{res: res, namespace: namespace, name: info.Name, subresource: info.Subresource}
 	if res.review != nil {
-		s.serveReview(w, r, req, info.Verb)
+		if info.Verb != "create" {
+			s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+			return
+		}
+		s.write(w, r, req, s.reviewRoute(req))
 		return
 	}
 	if info.Subresource != "" {
@@ -77,15 +81,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 			s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), "create"))
 			return
 		}
-		s.create(w, r, req)
+		s.write(w, r, req, s.createRoute(req))
 	case "update":
-		s.update(w, r, req)
+		s.write(w, r, req, s.updateRoute(req))
 	case "patch":
-		s.patch(w, r, req)
+		s.write(w, r, req, s.patchRoute(req))
 	case "delete":
-		s.delete(w, r, req)
+		s.write(w, r, req, s.deleteRoute(req))
 	case "deletecollection":
-		s.deleteCollection(w, r, req)
+		s.write(w, r, req, s.deleteCollectionRoute(req))
 	case "watch":
 		s.watch(w, r, req)
 	default:
@@ -104,19 +108,19 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 	case q.subresource == "status" && verb == "get":
 		s.get(w, r, q)
 	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update":
-		s.update(w, r, q)
+		s.write(w, r, q, s.updateRoute(q))
 	case q.subresource == "token" && verb == "create":
-		s.requestToken(w, r, q)
+		s.write(w, r, q, s.tokenRoute(q))
 	case q.subresource == "binding" && verb == "create":
-		s.bind(w, r, q)
+		s.write(w, r, q, s.bindingRoute(q))
 	case q.subresource == "scale" && verb == "get":
 		s.getScale(w, r, q)
 	case q.subresource == "scale" && verb == "update":
-		s.updateScale(w, r, q)
+		s.write(w, r, q, s.updateScaleRoute(q))
 	case q.subresource == "status" && verb == "patch":
-		s.patch(w, r, q)
+		s.write(w, r, q, s.patchRoute(q))
 	case q.subresource == "scale" && verb == "patch":
-		s.patchScale(w, r, q)
+		s.write(w, r, q, s.patchScaleRoute(q))
 	default:
 		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 	}
@@ -128,6 +132,17 @@ type restRequest struct {
 	namespace   string
 	name        string
 	subresource string
+}
+
+// in is q for an object of another namespace: a deletecollection across
+// namespaces deletes each object in its own.
+func (q *restRequest) in(namespace string) *restRequest {
+	if namespace == q.namespace {
+		return q
+	}
+	one := *q
+	one.namespace = namespace
+	return &one
 }
 
 func (q *restRequest) key(name string) string {
@@ -166,41 +181,42 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	s.respond.object(w, r, http.StatusOK, obj)
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	opts, err := createOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// createRoute is POST of a new object.
+func (s *Server) createRoute(q *restRequest) *writeRoute {
+	return &writeRoute{
+		op:     admission.Create,
+		kind:   q.res.gvk(),
+		decode: s.decodeCreate(q.res.gvk(), q.res.newObject),
+		build: func(_ context.Context, _ http.ResponseWriter, r *http.Request, in *writeInput, a *attempt) error {
+			if q.res.defaults != nil {
+				q.res.defaults(in.obj)
+			}
+			opts := in.opts.(*metav1.CreateOptions)
+			var err error
+			a.obj, err = s.prepareNew(r.Context(), q, in.obj, func(live runtime.Object) (runtime.Object, error) {
+				return s.patchers[q.res.gvr].Update(nil, live, opts.FieldManager, r.UserAgent())
+			})
+			return err
+		},
+		validate: func(_ context.Context, _ *writeInput, a *attempt) error { return validateObject(q.res, a.obj, nil) },
+		store:    s.storeNew(q),
+		respond:  s.respondOne(http.StatusCreated),
 	}
-	obj, err := s.decodeObject(w, r, opts.FieldValidation, q.res)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(ctx, obj)
-	s.createObject(w, r, q, obj, opts, func(live runtime.Object) (runtime.Object, error) {
-		return s.patchers[q.res.gvr].Update(nil, live, opts.FieldManager, r.UserAgent())
-	})
 }
 
-// createObject stores a new object: the server sets its system fields, then
-// it goes through admission and validation. track records the write in the
-// object's managedFields; opts are the create's validated options.
-func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restRequest, obj runtime.Object, opts *metav1.CreateOptions, track func(runtime.Object) (runtime.Object, error)) {
-	ctx := r.Context()
+// prepareNew readies a new object for admission: the server sets its
+// system fields and resets what a client may not set; track records the
+// write in the object's managedFields.
+func (s *Server) prepareNew(ctx context.Context, q *restRequest, obj runtime.Object, track func(runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
-		s.respond.error(w, r, err)
-		return
+		return nil, err
 	}
 	if err := checkNamespace(accessor, q); err != nil {
-		s.respond.error(w, r, err)
-		return
+		return nil, err
 	}
 	if accessor.GetResourceVersion() != "" {
-		s.respond.error(w, r, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created"))
-		return
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
 		accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
@@ -218,32 +234,22 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, q *restReq
 	if q.res.prepareCreate != nil {
 		q.res.prepareCreate(obj)
 	}
-	if obj, err = track(obj); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if accessor, err = meta.Accessor(obj); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
+	return track(obj)
+}
 
-	dry := isDryRun(opts.DryRun)
-	attrs := s.admissionAttributes(ctx, q, obj, nil, accessor.GetName(), admission.Create, opts, dry)
-	if err := s.admit(ctx, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if err := s.validate(ctx, q.res, obj, nil, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if !dry {
-		if err := s.save(ctx, q, accessor.GetName(), 0, obj); err != nil {
-			s.respond.error(w, r, q.storageError(err, accessor.GetName()))
-			return
+// storeNew is the storage stage of a create: the object is stored unless
+// the request is a dry run.
+func (s *Server) storeNew(q *restRequest) func(context.Context, *writeInput, *attempt) (runtime.Object, error) {
+	return func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+		if in.dry {
+			return a.obj, nil
 		}
+		name := a.name()
+		if err := s.save(ctx, q, name, 0, a.obj); err != nil {
+			return nil, q.storageError(err, name)
+		}
+		return a.obj, nil
 	}
-	s.respond.object(w, r, http.StatusCreated, obj)
 }
 
 // checkNamespace makes the object's namespace agree with the URL's.

@@ -10,13 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// reviewFunc answers a review: a create-only resource that is computed,
-// never stored.
-type reviewFunc func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) (runtime.Object, error)
+// review is a create-only resource that is computed, never stored:
+// validate checks the question (nil: nothing to check), answer answers it
+// in the object's status.
+type review struct {
+	validate func(ctx context.Context, q *restRequest, obj runtime.Object) field.ErrorList
+	answer   func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) runtime.Object
+}
 
 // reviewResources are the authorization and authentication reviews.
 func reviewResources() []*resource {
@@ -27,46 +32,53 @@ func reviewResources() []*resource {
 			gvr: authz.WithResource("selfsubjectaccessreviews"), kind: "SelfSubjectAccessReview", singular: "selfsubjectaccessreview",
 			newObject: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
 			newList:   func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} },
-			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
-				r := obj.(*authorizationv1.SelfSubjectAccessReview)
-				attrs, errs := reviewAttributes(userFrom(ctx), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
-				if len(errs) > 0 {
-					return nil, apierrors.NewInvalid(authz.WithKind("SelfSubjectAccessReview").GroupKind(), "", errs)
-				}
-				r.Status = s.accessReview(ctx, attrs)
-				return r, nil
+			review: &review{
+				validate: func(ctx context.Context, _ *restRequest, obj runtime.Object) field.ErrorList {
+					r := obj.(*authorizationv1.SelfSubjectAccessReview)
+					_, errs := reviewAttributes(userFrom(ctx), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					return errs
+				},
+				answer: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) runtime.Object {
+					r := obj.(*authorizationv1.SelfSubjectAccessReview)
+					attrs, _ := reviewAttributes(userFrom(ctx), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					r.Status = s.accessReview(ctx, attrs)
+					return r
+				},
 			},
 		},
 		{
 			gvr: authz.WithResource("selfsubjectrulesreviews"), kind: "SelfSubjectRulesReview", singular: "selfsubjectrulesreview",
 			newObject: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} },
 			newList:   func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} },
-			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
-				r := obj.(*authorizationv1.SelfSubjectRulesReview)
-				rules, incomplete, err := s.rbac.RulesFor(ctx, userFrom(ctx), r.Spec.Namespace)
-				r.Status = rulesReviewStatus(rules, incomplete)
-				if err != nil {
-					s.logger.ErrorContext(ctx, "rules review incomplete", "err", err)
-					r.Status.EvaluationError = "some rules could not be read"
-				}
-				return r, nil
+			review: &review{
+				answer: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) runtime.Object {
+					r := obj.(*authorizationv1.SelfSubjectRulesReview)
+					rules, incomplete, err := s.rbac.RulesFor(ctx, userFrom(ctx), r.Spec.Namespace)
+					r.Status = rulesReviewStatus(rules, incomplete)
+					if err != nil {
+						s.logger.ErrorContext(ctx, "rules review incomplete", "err", err)
+						r.Status.EvaluationError = "some rules could not be read"
+					}
+					return r
+				},
 			},
 		},
 		{
 			gvr: authz.WithResource("subjectaccessreviews"), kind: "SubjectAccessReview", singular: "subjectaccessreview",
 			newObject: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
 			newList:   func() runtime.Object { return &authorizationv1.SubjectAccessReview{} },
-			review: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
-				r := obj.(*authorizationv1.SubjectAccessReview)
-				attrs, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
-				if r.Spec.User == "" && len(r.Spec.Groups) == 0 {
-					errs = append(errs, field.Required(field.NewPath("spec", "user"), "at least one of user or group must be specified"))
-				}
-				if len(errs) > 0 {
-					return nil, apierrors.NewInvalid(authz.WithKind("SubjectAccessReview").GroupKind(), "", errs)
-				}
-				r.Status = s.accessReview(ctx, attrs)
-				return r, nil
+			review: &review{
+				validate: func(_ context.Context, _ *restRequest, obj runtime.Object) field.ErrorList {
+					r := obj.(*authorizationv1.SubjectAccessReview)
+					_, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					return append(errs, requireSubject(r.Spec)...)
+				},
+				answer: func(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) runtime.Object {
+					r := obj.(*authorizationv1.SubjectAccessReview)
+					attrs, _ := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					r.Status = s.accessReview(ctx, attrs)
+					return r
+				},
 			},
 		},
 		{
@@ -74,43 +86,62 @@ func reviewResources() []*resource {
 			namespaced: true,
 			newObject:  func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} },
 			newList:    func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} },
-			review: func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) (runtime.Object, error) {
-				r := obj.(*authorizationv1.LocalSubjectAccessReview)
-				attrs, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
-				if r.Spec.ResourceAttributes == nil {
-					errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), "a local review is about a resource"))
-				} else if r.Spec.ResourceAttributes.Namespace != q.namespace {
-					// A local review may only ask about its own namespace.
-					errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace, "must match the namespace of the request: "+q.namespace))
-				}
-				if r.Spec.User == "" && len(r.Spec.Groups) == 0 {
-					errs = append(errs, field.Required(field.NewPath("spec", "user"), "at least one of user or group must be specified"))
-				}
-				if len(errs) > 0 {
-					return nil, apierrors.NewInvalid(authz.WithKind("LocalSubjectAccessReview").GroupKind(), "", errs)
-				}
-				r.Namespace = q.namespace
-				r.Status = s.accessReview(ctx, attrs)
-				return r, nil
+			review: &review{
+				validate: func(_ context.Context, q *restRequest, obj runtime.Object) field.ErrorList {
+					r := obj.(*authorizationv1.LocalSubjectAccessReview)
+					_, errs := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					if r.Spec.ResourceAttributes == nil {
+						errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), "a local review is about a resource"))
+					} else if r.Spec.ResourceAttributes.Namespace != q.namespace {
+						// A local review may only ask about its own namespace.
+						errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), r.Spec.ResourceAttributes.Namespace, "must match the namespace of the request: "+q.namespace))
+					}
+					return append(errs, requireSubject(r.Spec)...)
+				},
+				answer: func(ctx context.Context, s *Server, q *restRequest, obj runtime.Object) runtime.Object {
+					r := obj.(*authorizationv1.LocalSubjectAccessReview)
+					attrs, _ := reviewAttributes(subjectOf(r.Spec), r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
+					r.Namespace = q.namespace
+					r.Status = s.accessReview(ctx, attrs)
+					return r
+				},
 			},
 		},
 		{
 			gvr: authn.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview",
 			newObject: func() runtime.Object { return &authenticationv1.TokenReview{} },
 			newList:   func() runtime.Object { return &authenticationv1.TokenReview{} },
-			review:    tokenReview,
+			review: &review{
+				validate: func(_ context.Context, _ *restRequest, obj runtime.Object) field.ErrorList {
+					if obj.(*authenticationv1.TokenReview).Spec.Token == "" {
+						return field.ErrorList{field.Required(field.NewPath("spec", "token"), "")}
+					}
+					return nil
+				},
+				answer: tokenReview,
+			},
 		},
 		{
 			gvr: authn.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview",
 			newObject: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
 			newList:   func() runtime.Object { return &authenticationv1.SelfSubjectReview{} },
-			review: func(ctx context.Context, _ *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
-				r := obj.(*authenticationv1.SelfSubjectReview)
-				r.Status.UserInfo = userInfo(userFrom(ctx))
-				return r, nil
+			review: &review{
+				answer: func(ctx context.Context, _ *Server, _ *restRequest, obj runtime.Object) runtime.Object {
+					r := obj.(*authenticationv1.SelfSubjectReview)
+					r.Status.UserInfo = userInfo(userFrom(ctx))
+					return r
+				},
 			},
 		},
 	}
+}
+
+// requireSubject refuses a SubjectAccessReview that names nobody.
+func requireSubject(spec authorizationv1.SubjectAccessReviewSpec) field.ErrorList {
+	if spec.User == "" && len(spec.Groups) == 0 {
+		return field.ErrorList{field.Required(field.NewPath("spec", "user"), "at least one of user or group must be specified")}
+	}
+	return nil
 }
 
 // subjectOf is the user a SubjectAccessReview asks about.
@@ -155,30 +186,29 @@ func (s *Server) accessReview(ctx context.Context, attrs authorizer.Attributes) 
 	return st
 }
 
-// serveReview answers a review resource: create only, 201 with the
+// reviewRoute answers a review resource: create only, 201 with the
 // review and its status.
-func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, q *restRequest, verb string) {
-	if verb != "create" {
-		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
-		return
+func (s *Server) reviewRoute(q *restRequest) *writeRoute {
+	kind := q.res.gvk()
+	return &writeRoute{
+		op:     admission.Create,
+		kind:   kind,
+		decode: s.decodeCreate(kind, q.res.newObject),
+		build:  takeRequestObject,
+		validate: func(ctx context.Context, _ *writeInput, a *attempt) error {
+			if q.res.review.validate == nil {
+				return nil
+			}
+			if errs := q.res.review.validate(ctx, q, a.obj); len(errs) > 0 {
+				return apierrors.NewInvalid(kind.GroupKind(), "", errs)
+			}
+			return nil
+		},
+		store: func(ctx context.Context, _ *writeInput, a *attempt) (runtime.Object, error) {
+			return q.res.review.answer(ctx, s, q, a.obj), nil
+		},
+		respond: s.respondOne(http.StatusCreated),
 	}
-	opts, err := createOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.gvk(), q.res.newObject)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(r.Context(), obj)
-	out, err := q.res.review(r.Context(), s, q, obj)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	s.respond.object(w, r, http.StatusCreated, out)
 }
 
 // rulesReviewStatus splits RBAC rules into the review's resource and

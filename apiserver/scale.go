@@ -104,22 +104,22 @@ func replicasPaths(gr schema.GroupResource) managedfields.ResourcePathMappings {
 	return paths
 }
 
-// updateScale sets the replicas of a Deployment or ReplicaSet from the
-// Scale of a PUT, whose resourceVersion, if set, is the precondition.
-func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	opts, err := updateOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// updateScaleRoute sets the replicas of a Deployment or ReplicaSet from
+// the Scale of a PUT, whose resourceVersion, if set, is the precondition.
+func (s *Server) updateScaleRoute(q *restRequest) *writeRoute {
+	decode := func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
+		opts, err := updateOptions(r)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := s.decodeKind(w, r, opts.FieldValidation, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+		if err != nil {
+			return nil, err
+		}
+		return &writeInput{obj: obj, audited: obj, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 	}
-	obj, err := s.decodeKind(w, r, opts.FieldValidation, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(r.Context(), obj)
-	s.writeScale(w, r, q, opts, isDryRun(opts.DryRun), func(current *autoscalingv1.Scale) (runtime.Object, error) {
-		return s.scalePatcher.Update(current, obj, opts.FieldManager, r.UserAgent())
+	return s.scaleRoute(q, decode, func(_ http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
+		return s.scalePatcher.Update(current, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	})
 }
 
@@ -128,40 +128,42 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, q *restRequ
 // costly.
 const maxScalePatchBytes = 64 << 10
 
-// patchScale patches the Scale of a Deployment or ReplicaSet with a JSON,
-// merge (kubectl scale), strategic merge or apply patch (kubectl apply
-// --server-side --subresource=scale), through the Scale's patch manager:
-// fieldValidation applies to the fields of the Scale, and an apply that
-// changes replicas another manager owns is a conflict unless forced.
-func (s *Server) patchScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	p, err := s.readPatch(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// patchScaleRoute patches the Scale of a Deployment or ReplicaSet with a
+// JSON, merge (kubectl scale), strategic merge or apply patch (kubectl
+// apply --server-side --subresource=scale), through the Scale's patch
+// manager: fieldValidation applies to the fields of the Scale, and an
+// apply that changes replicas another manager owns is a conflict unless
+// forced.
+func (s *Server) patchScaleRoute(q *restRequest) *writeRoute {
+	var p *patchRequest
+	decode := func(_ http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
+		if p, err = s.readPatch(r); err != nil {
+			return nil, err
+		}
+		if len(p.body) > maxScalePatchBytes {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes))
+		}
+		return &writeInput{audited: p.audited(), opts: patchToUpdateOptions(p.opts), dry: p.dry}, nil
 	}
-	if len(p.body) > maxScalePatchBytes {
-		s.respond.error(w, r, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a scale patch is limited to %d bytes", maxScalePatchBytes)))
-		return
-	}
-	conditional := setsResourceVersion(p.contentType, p.body)
-	s.writeScale(w, r, q, patchToUpdateOptions(p.opts), p.dry, func(current *autoscalingv1.Scale) (runtime.Object, error) {
-		return applyPatch(w, r, s.scalePatcher, p, conditional, current)
+	return s.scaleRoute(q, decode, func(w http.ResponseWriter, r *http.Request, _ *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
+		return applyPatch(w, r, s.scalePatcher, p, current)
 	})
 }
 
-// scaleFunc makes the Scale a write stores from the current one.
-type scaleFunc func(current *autoscalingv1.Scale) (runtime.Object, error)
+// scaleFunc makes the Scale a write stores from the request and the
+// current Scale.
+type scaleFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error)
 
-// writeScale writes a Deployment's or ReplicaSet's replicas through its
+// scaleRoute writes a Deployment's or ReplicaSet's replicas through its
 // Scale, on every attempt of the update, as kube's scale storage does:
 // the current Scale is made from the stored object, with the managed
 // fields of its replicas; next makes the new Scale from it; the new Scale
 // is checked (its name, replicas and uid), and its replicas,
 // resourceVersion and managed fields go back to the object. The answer is
 // the Scale of the object written.
-func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restRequest, opts runtime.Object, dry bool, next scaleFunc) {
+func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), next scaleFunc) *writeRoute {
 	gr := q.res.groupResource()
-	build := func(old runtime.Object) (runtime.Object, error) {
+	merge := func(w http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
 		accessor, err := meta.Accessor(old)
 		if err != nil {
 			return nil, err
@@ -176,7 +178,7 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restReque
 		if current.ManagedFields, err = handler.ToSubresource(); err != nil {
 			return nil, fmt.Errorf("managed fields of %s %s/%s for its scale: %w", gr, q.namespace, q.name, err)
 		}
-		obj, err := next(current)
+		obj, err := next(w, r, in, current)
 		if err != nil {
 			return nil, err
 		}
@@ -211,12 +213,14 @@ func (s *Server) writeScale(w http.ResponseWriter, r *http.Request, q *restReque
 		accessor.SetManagedFields(managed)
 		return old, nil
 	}
-	s.writeUpdateThen(w, r, q, build, opts, dry, func(obj runtime.Object) {
-		out, err := scaleOf(obj)
+	route := s.existingRoute(q, decode, merge)
+	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
+		out, err := scaleOf(results[0])
 		if err != nil {
 			s.respond.error(w, r, err)
 			return
 		}
 		s.respond.object(w, r, http.StatusOK, out)
-	})
+	}
+	return route
 }

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 
-	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/openapi"
@@ -80,6 +79,11 @@ type Config struct {
 	// it, 429.
 	MaxWatchesPerUser int
 	Logger            *slog.Logger
+
+	// Tests only: extraAdmission plugins go last in the admission chains;
+	// observeWrite is told of each stage a write enters.
+	extraAdmission []k8sadmission.Interface
+	observeWrite   func(ctx context.Context, stage string)
 }
 
 // Default limits, as kube-apiserver's.
@@ -176,6 +180,8 @@ type Server struct {
 	anonymous          *anonymousPolicy
 	encodings          *encodingCache
 	requestTimeout     time.Duration
+	// observeWrite, when set, is told of each stage a write enters.
+	observeWrite func(ctx context.Context, stage string)
 }
 
 // watchHistory is how many events each watch cache remembers for watches
@@ -240,19 +246,10 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	lifecycle, err := admission.NewNamespaceLifecycle(reader)
+	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, c.extraAdmission)
 	if err != nil {
 		return nil, err
 	}
-	escalation, err := admission.NewRBACEscalation(authz, rbacAuthz)
-	if err != nil {
-		return nil, err
-	}
-	nodeRestriction, err := admission.NewNodeRestriction(reader)
-	if err != nil {
-		return nil, err
-	}
-	chain := k8sadmission.NewChainHandler(lifecycle, nodeRestriction, escalation)
 	s := &Server{
 		logger:             c.Logger,
 		scheme:             scheme,
@@ -273,8 +270,9 @@ func New(c Config) (*Server, error) {
 		maxTokenExpiration: c.MaxTokenExpiration,
 		authz:              authz,
 		rbac:               rbacAuthz,
-		mutating:           chain,
-		validating:         chain,
+		mutating:           mutating,
+		validating:         validating,
+		observeWrite:       c.observeWrite,
 		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
 		auditor:            &auditor{policy: c.AuditPolicy, sink: c.AuditSink, logger: c.Logger},
 		limits: &limits{

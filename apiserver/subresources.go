@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -10,50 +12,72 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-// bind assigns a pod to a node (pods/binding): once, and only a pod that
-// no node has yet.
-func (s *Server) bind(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	opts, err := createOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// bindingRoute assigns a pod to a node (pods/binding): once, and only a
+// pod that no node has yet. Admission sees the create of a Binding, as in
+// kube-apiserver; storage is the update of the pod it names.
+func (s *Server) bindingRoute(q *restRequest) *writeRoute {
+	bindingKind := corev1.SchemeGroupVersion.WithKind("Binding")
+	return &writeRoute{
+		op:     admission.Create,
+		kind:   bindingKind,
+		decode: s.decodeCreate(bindingKind, func() runtime.Object { return &corev1.Binding{} }),
+		build:  takeRequestObject,
+		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
+			b := a.obj.(*corev1.Binding)
+			var errs field.ErrorList
+			if b.Name != "" && b.Name != q.name {
+				errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), b.Name, "must match the pod's name"))
+			}
+			if b.Target.Kind != "" && b.Target.Kind != "Node" {
+				errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", ""}))
+			}
+			if b.Target.Name == "" {
+				errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
+			}
+			// The binding's annotations land on the pod: they get the
+			// pod's metadata rules.
+			errs = append(errs, apimachineryvalidation.ValidateAnnotations(b.Annotations, field.NewPath("metadata", "annotations"))...)
+			if len(errs) > 0 {
+				return apierrors.NewInvalid(bindingKind.GroupKind(), b.Name, errs)
+			}
+			return nil
+		},
+		store: func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+			return nil, s.assignPod(ctx, q, a.obj.(*corev1.Binding), in.dry)
+		},
+		respond: func(w http.ResponseWriter, r *http.Request, _ []runtime.Object) {
+			// Bound: kube answers a Status of success with 201.
+			s.respond.object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+		},
 	}
-	obj, err := s.decodeKind(w, r, opts.FieldValidation, corev1.SchemeGroupVersion.WithKind("Binding"), func() runtime.Object { return &corev1.Binding{} })
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(r.Context(), obj)
-	b := obj.(*corev1.Binding)
-	var errs field.ErrorList
-	if b.Name != "" && b.Name != q.name {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), b.Name, "must match the pod's name"))
-	}
-	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		errs = append(errs, field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", ""}))
-	}
-	if b.Target.Name == "" {
-		errs = append(errs, field.Required(field.NewPath("target", "name"), ""))
-	}
-	// The binding's annotations land on the pod: they get the pod's
-	// metadata rules.
-	errs = append(errs, apimachineryvalidation.ValidateAnnotations(b.Annotations, field.NewPath("metadata", "annotations"))...)
-	if len(errs) > 0 {
-		s.respond.error(w, r, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), b.Name, errs))
-		return
-	}
-	build := func(old runtime.Object) (runtime.Object, error) {
-		p := old.(*corev1.Pod)
+}
+
+// assignPod sets the node of the pod b binds, if it has none, retrying
+// when the pod changes meanwhile unless b names the resourceVersion.
+func (s *Server) assignPod(ctx context.Context, q *restRequest, b *corev1.Binding, dry bool) error {
+	gr := q.res.groupResource()
+	for {
+		obj, err := s.load(ctx, q, q.name)
+		if err != nil {
+			return q.storageError(err, q.name)
+		}
+		p := obj.(*corev1.Pod)
 		if p.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", q.name))
+			return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", q.name))
 		}
 		if p.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("pod %s is already assigned to node %q", q.name, p.Spec.NodeName))
+			return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is already assigned to node %q", q.name, p.Spec.NodeName))
 		}
 		if b.UID != "" && b.UID != p.UID {
-			return nil, apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, p.UID))
+			return apierrors.NewConflict(gr, q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, p.UID))
+		}
+		if b.ResourceVersion != "" && b.ResourceVersion != p.ResourceVersion {
+			return q.storageError(storage.ErrConflict, q.name)
 		}
 		p.Spec.NodeName = b.Target.Name
 		for k, v := range b.Annotations {
@@ -63,13 +87,19 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			p.Annotations[k] = v
 		}
 		setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-		p.ResourceVersion = b.ResourceVersion
-		return p, nil
+		if dry {
+			return nil
+		}
+		rev, _ := storage.ParseResourceVersion(p.ResourceVersion)
+		err = s.save(ctx, q, q.name, rev, p)
+		if errors.Is(err, storage.ErrConflict) && b.ResourceVersion == "" && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return q.storageError(err, q.name)
+		}
+		return nil
 	}
-	// Bound: kube answers a Status of success with 201.
-	s.writeUpdateThen(w, r, q, build, opts, isDryRun(opts.DryRun), func(runtime.Object) {
-		s.respond.object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
-	})
 }
 
 func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {

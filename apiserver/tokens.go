@@ -89,48 +89,54 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
 
-// requestToken issues a ServiceAccount token (serviceaccounts/token): for
-// an existing service account, with audiences (the API server's by
-// default), an expiration within the bounds, and optionally bound to a
-// Pod, Secret or Node that exists.
-func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	opts, err := createOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+
+// tokenRoute issues a ServiceAccount token (serviceaccounts/token): for an
+// existing service account, with audiences (the API server's by default),
+// an expiration within the bounds, and optionally bound to a Pod, Secret
+// or Node that exists.
+func (s *Server) tokenRoute(q *restRequest) *writeRoute {
+	decode := s.decodeCreate(tokenRequestKind, func() runtime.Object { return &authenticationv1.TokenRequest{} })
+	return &writeRoute{
+		op:   admission.Create,
+		kind: tokenRequestKind,
+		decode: func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
+			in, err := decode(w, r)
+			if err != nil {
+				return nil, err
+			}
+			// The token is issued whatever dryRun says, as kube's
+			// TokenREST does; so admission, which kube would tell it is
+			// a dry run, is told it is not, lest a policy go easy on a
+			// request that is not one.
+			admitted := in.opts.(*metav1.CreateOptions).DeepCopy()
+			admitted.DryRun = nil
+			in.opts, in.dry = admitted, false
+			return in, nil
+		},
+		build: takeRequestObject,
+		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
+			return s.validateTokenRequest(q, a.obj.(*authenticationv1.TokenRequest))
+		},
+		store: func(ctx context.Context, _ *writeInput, a *attempt) (runtime.Object, error) {
+			return s.issueToken(ctx, q, a.obj.(*authenticationv1.TokenRequest))
+		},
+		respond: s.respondOne(http.StatusCreated),
 	}
-	obj, err := s.decodeKind(w, r, opts.FieldValidation, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), func() runtime.Object { return &authenticationv1.TokenRequest{} })
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	tr := obj.(*authenticationv1.TokenRequest)
-	if tr.Spec.ExpirationSeconds != nil && (*tr.Spec.ExpirationSeconds < 0 || *tr.Spec.ExpirationSeconds > math.MaxUint32) {
-		s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), *tr.Spec.ExpirationSeconds, "out of range")}))
-		return
-	}
-	// A token request is admitted like any create: NodeRestriction, for
-	// one, limits what a node may ask for. The token is issued whatever
-	// dryRun says, as kube's TokenREST does; so admission, which kube
-	// would tell it is a dry run, is told it is not, lest a policy go
-	// easy on a request that is not one.
-	admitted := opts.DeepCopy()
-	admitted.DryRun = nil // as the dryRun flag below says
-	attrs := admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), q.namespace, q.name, q.res.gvr, "token", admission.Create, admitted, false, userFrom(ctx))
-	if err := s.admit(ctx, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if err := s.validateAdmission(ctx, attrs); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
+}
+
+// validateTokenRequest checks what a token request asks for: an
+// expiration within the bounds, audiences that are not empty, and a bound
+// object of a kind tokens can be bound to.
+func (s *Server) validateTokenRequest(q *restRequest, tr *authenticationv1.TokenRequest) error {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	expiration := DefaultTokenExpiration
-	if tr.Spec.ExpirationSeconds != nil {
-		expiration = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	if secs := tr.Spec.ExpirationSeconds; secs != nil {
+		if *secs < 0 || *secs > math.MaxUint32 {
+			return apierrors.NewInvalid(tokenRequestKind.GroupKind(), q.name, field.ErrorList{field.Invalid(spec.Child("expirationSeconds"), *secs, "out of range")})
+		}
+		expiration = time.Duration(*secs) * time.Second
 	}
 	if expiration < MinTokenExpiration {
 		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), "may not specify a duration less than 10 minutes"))
@@ -143,43 +149,48 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 			errs = append(errs, field.Invalid(spec.Child("audiences").Index(i), a, "may not be empty"))
 		}
 	}
-	if len(errs) > 0 {
-		s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, errs))
-		return
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		switch {
+		case ref.Kind == "Pod" && ref.APIVersion == "v1", ref.Kind == "Secret" && ref.APIVersion == "v1", ref.Kind == "Node" && ref.APIVersion == "v1":
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("boundObjectRef", "kind"), ref.APIVersion+"/"+ref.Kind, []string{"v1/Pod", "v1/Secret", "v1/Node"}))
+		}
 	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(tokenRequestKind.GroupKind(), q.name, errs)
+	}
+	return nil
+}
+
+// issueToken signs the token a validated request asks for, once its
+// service account and bound object are found.
+func (s *Server) issueToken(ctx context.Context, q *restRequest, tr *authenticationv1.TokenRequest) (runtime.Object, error) {
 	sa, err := s.reader.ServiceAccount(ctx, q.namespace, q.name)
 	if err != nil {
-		s.respond.error(w, r, err)
-		return
+		return nil, err
 	}
 	if sa == nil {
-		s.respond.error(w, r, apierrors.NewNotFound(serviceAccountsGR, q.name))
-		return
+		return nil, apierrors.NewNotFound(serviceAccountsGR, q.name)
+	}
+	expiration := DefaultTokenExpiration
+	if tr.Spec.ExpirationSeconds != nil {
+		expiration = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
 	}
 	claims := serviceaccount.Claims{Namespace: q.namespace, Name: q.name, UID: sa.UID, Audiences: tr.Spec.Audiences}
 	if len(claims.Audiences) == 0 {
 		claims.Audiences = s.apiAudiences
 	}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
-		refPath := spec.Child("boundObjectRef")
-		switch {
-		case ref.Kind == "Pod" && ref.APIVersion == "v1", ref.Kind == "Secret" && ref.APIVersion == "v1", ref.Kind == "Node" && ref.APIVersion == "v1":
-		default:
-			s.respond.error(w, r, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), q.name, field.ErrorList{field.NotSupported(refPath.Child("kind"), ref.APIVersion+"/"+ref.Kind, []string{"v1/Pod", "v1/Secret", "v1/Node"})}))
-			return
-		}
 		ns := q.namespace
 		if ref.Kind == "Node" {
 			ns = ""
 		}
 		uid, err := s.reader.Bound(ctx, ref.Kind, ns, ref.Name)
 		if err != nil {
-			s.respond.error(w, r, err)
-			return
+			return nil, err
 		}
 		if uid == "" || (ref.UID != "" && ref.UID != uid) {
-			s.respond.error(w, r, apierrors.NewNotFound(schema.GroupResource{Resource: lowerPlural(ref.Kind)}, ref.Name))
-			return
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: lowerPlural(ref.Kind)}, ref.Name)
 		}
 		claims.Bound = &serviceaccount.BoundObject{Kind: ref.Kind, Name: ref.Name, UID: uid}
 	}
@@ -187,8 +198,7 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 	claims.Expiry = now.Add(expiration)
 	token, err := s.tokenIssuer.Issue(claims, now)
 	if err != nil {
-		s.respond.error(w, r, err)
-		return
+		return nil, err
 	}
 	tr.Namespace = q.namespace
 	tr.Name = q.name
@@ -196,7 +206,7 @@ func (s *Server) requestToken(w http.ResponseWriter, r *http.Request, q *restReq
 	secs := int64(expiration / time.Second)
 	tr.Spec.ExpirationSeconds = &secs
 	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(claims.Expiry)}
-	s.respond.object(w, r, http.StatusCreated, tr)
+	return tr, nil
 }
 
 func lowerPlural(kind string) string {
@@ -212,11 +222,8 @@ func lowerPlural(kind string) string {
 }
 
 // tokenReview answers whether a token authenticates, and as whom.
-func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) (runtime.Object, error) {
+func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) runtime.Object {
 	r := obj.(*authenticationv1.TokenReview)
-	if r.Spec.Token == "" {
-		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenReview").GroupKind(), "", field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
-	}
 	reviewCtx := ctx
 	if len(r.Spec.Audiences) > 0 {
 		reviewCtx = authenticator.WithAudiences(ctx, r.Spec.Audiences)
@@ -229,18 +236,18 @@ func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Obj
 			s.logger.InfoContext(ctx, "token review: token refused", "err", err)
 		}
 		r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not valid"}
-		return r, nil
+		return r
 	}
 	audiences := resp.Audiences
 	if len(r.Spec.Audiences) > 0 {
 		audiences = intersect(r.Spec.Audiences, resp.Audiences)
 		if len(audiences) == 0 {
 			r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not for the requested audiences"}
-			return r, nil
+			return r
 		}
 	}
 	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(resp.User), Audiences: audiences}
-	return r, nil
+	return r
 }
 
 func intersect(a, b []string) []string {

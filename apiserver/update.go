@@ -21,187 +21,184 @@ import (
 // races with other writers.
 const maxUpdateAttempts = 5
 
-// buildFunc makes the object an update would store from the stored one.
-// The resourceVersion of what it returns is the update's precondition: ""
-// means unconditional.
-type buildFunc func(old runtime.Object) (runtime.Object, error)
+// mergeFunc makes the object an update would store from the request and
+// the stored object, old, which it may change. The resourceVersion of what
+// it returns is the update's precondition: "" means unconditional.
+type mergeFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error)
 
-// update replaces an object with the request body (PUT), or with only the
-// body's status for the status subresource.
-func (s *Server) update(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	ctx := r.Context()
-	opts, err := updateOptions(r)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
+// updateRoute is PUT of an object, or of its status or (a namespace's)
+// finalizers.
+func (s *Server) updateRoute(q *restRequest) *writeRoute {
+	decode := func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
+		opts, err := updateOptions(r)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.gvk(), q.res.newObject)
+		if err != nil {
+			return nil, err
+		}
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		if accessor.GetName() != q.name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name))
+		}
+		if err := checkNamespace(accessor, q); err != nil {
+			return nil, err
+		}
+		return &writeInput{obj: obj, audited: obj, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 	}
-	obj, err := s.decodeObject(w, r, opts.FieldValidation, q.res)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	auditRequestObject(ctx, obj)
-	accessor, err := meta.Accessor(obj)
-	if err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	if accessor.GetName() != q.name {
-		s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name)))
-		return
-	}
-	if err := checkNamespace(accessor, q); err != nil {
-		s.respond.error(w, r, err)
-		return
-	}
-	build := func(old runtime.Object) (runtime.Object, error) {
-		return s.patchers[q.res.gvr].Update(old, obj, opts.FieldManager, r.UserAgent())
+	merge := func(_ http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+		if q.res.defaults != nil {
+			q.res.defaults(in.obj)
+		}
+		return s.patchers[q.res.gvr].Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	}
 	switch q.subresource {
 	case "finalize":
 		// Only a namespace's spec.finalizers change.
-		build = func(old runtime.Object) (runtime.Object, error) {
-			next := old.(*corev1.Namespace).DeepCopy()
-			next.Spec.Finalizers = obj.(*corev1.Namespace).Spec.Finalizers
-			next.ResourceVersion = accessor.GetResourceVersion()
+		merge = func(_ http.ResponseWriter, _ *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+			next := old.(*corev1.Namespace)
+			next.Spec.Finalizers = in.obj.(*corev1.Namespace).Spec.Finalizers
+			next.ResourceVersion = in.obj.(*corev1.Namespace).ResourceVersion
 			return next, nil
 		}
 	case "status":
-		build = func(old runtime.Object) (runtime.Object, error) {
-			next := old.DeepCopyObject()
-			copyStatus(next, obj)
-			nextAccessor, _ := meta.Accessor(next)
-			nextAccessor.SetResourceVersion(accessor.GetResourceVersion())
+		merge = func(_ http.ResponseWriter, _ *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+			copyStatus(old, in.obj)
+			accessor, _ := meta.Accessor(in.obj)
+			oldAccessor, _ := meta.Accessor(old)
+			oldAccessor.SetResourceVersion(accessor.GetResourceVersion())
 			if uid := accessor.GetUID(); uid != "" {
-				nextAccessor.SetUID(uid)
+				oldAccessor.SetUID(uid)
 			}
-			return next, nil
+			return old, nil
 		}
 	}
-	s.writeUpdate(w, r, q, build, opts, isDryRun(opts.DryRun))
+	return s.existingRoute(q, decode, merge)
 }
 
-// writeUpdate is every write of an existing object: PUT, PATCH, status and
-// scale. In a compare-and-swap loop it reads the stored object, builds the
-// new one, keeps the system fields, runs admission and validation and
-// stores it if the object has not changed meanwhile. opts are the
-// request's validated options, which admission sees; dry, whether they
-// ask for a dry run.
-func (s *Server) writeUpdate(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, dry bool) {
-	s.writeUpdateThen(w, r, q, build, opts, dry, func(obj runtime.Object) { s.respond.object(w, r, http.StatusOK, obj) })
+// existingRoute is a write of an existing object: PUT, PATCH, status and
+// scale. On every attempt it reads the stored object, merges the request
+// into it, keeps the system fields, and stores it if the object has not
+// changed meanwhile; an unconditional write that loses the race starts
+// again from the newer object.
+func (s *Server) existingRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), merge mergeFunc) *writeRoute {
+	return &writeRoute{
+		op:     admission.Update,
+		kind:   q.res.gvk(),
+		decode: decode,
+		load: func(ctx context.Context, a *attempt) error {
+			old, err := s.load(ctx, q, a.ref.name)
+			if err != nil {
+				return q.storageError(err, a.ref.name)
+			}
+			a.old = old
+			return nil
+		},
+		build: func(_ context.Context, w http.ResponseWriter, r *http.Request, in *writeInput, a *attempt) error {
+			next, err := merge(w, r, in, a.old.DeepCopyObject())
+			if err != nil {
+				return err
+			}
+			return s.prepareUpdate(q, a, next)
+		},
+		validate: func(_ context.Context, _ *writeInput, a *attempt) error { return validateUpdate(q, a.obj, a.old) },
+		store:    s.storeUpdate(q),
+		respond:  s.respondOne(http.StatusOK),
+	}
 }
 
-// writeUpdateThen is writeUpdate with done answering the client with the
-// written object.
-func (s *Server) writeUpdateThen(w http.ResponseWriter, r *http.Request, q *restRequest, build buildFunc, opts runtime.Object, dry bool, done func(runtime.Object)) {
-	ctx := r.Context()
-	gr := q.res.groupResource()
-	for {
-		old, err := s.load(ctx, q, q.name)
+// prepareUpdate readies next, the object an update makes of a.old, for
+// admission: it holds to the resourceVersion and uid it names, and keeps
+// what only the server changes.
+func (s *Server) prepareUpdate(q *restRequest, a *attempt, next runtime.Object) error {
+	oldAccessor, err := meta.Accessor(a.old)
+	if err != nil {
+		return err
+	}
+	nextAccessor, err := meta.Accessor(next)
+	if err != nil {
+		return err
+	}
+	wantRV := nextAccessor.GetResourceVersion()
+	if wantRV != "" && wantRV != oldAccessor.GetResourceVersion() {
+		return q.storageError(storage.ErrConflict, q.name)
+	}
+	a.conditional = wantRV != ""
+	if uid := nextAccessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
+		return apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID()))
+	}
+	if nextAccessor.GetName() != q.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nextAccessor.GetName(), q.name))
+	}
+	// System fields stay as stored.
+	nextAccessor.SetNamespace(oldAccessor.GetNamespace())
+	nextAccessor.SetUID(oldAccessor.GetUID())
+	nextAccessor.SetCreationTimestamp(oldAccessor.GetCreationTimestamp())
+	nextAccessor.SetGeneration(oldAccessor.GetGeneration())
+	nextAccessor.SetDeletionTimestamp(oldAccessor.GetDeletionTimestamp())
+	nextAccessor.SetDeletionGracePeriodSeconds(oldAccessor.GetDeletionGracePeriodSeconds())
+	nextAccessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+	if q.subresource == "" {
+		if q.res.hasStatus() {
+			// The status is written through its subresource only.
+			copyStatus(next, a.old)
+		}
+		if q.res.defaults != nil {
+			q.res.defaults(next)
+		}
+		if q.res.prepareUpdate != nil {
+			q.res.prepareUpdate(next, a.old)
+		}
+	}
+	if q.subresource != "status" && q.res.tracksGeneration && specChanged(next, a.old) {
+		nextAccessor.SetGeneration(oldAccessor.GetGeneration() + 1)
+	}
+	a.obj = next
+	return nil
+}
+
+// storeUpdate is the storage stage of an update: the object is stored if
+// it is still at the revision read, or removed if that was its last
+// finalizer; an unconditional update that lost a race is retried.
+func (s *Server) storeUpdate(q *restRequest) func(context.Context, *writeInput, *attempt) (runtime.Object, error) {
+	return func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
+		if in.dry {
+			return a.obj, nil
+		}
+		accessor, err := meta.Accessor(a.obj)
 		if err != nil {
-			s.respond.error(w, r, q.storageError(err, q.name))
-			return
+			return nil, err
 		}
-		oldAccessor, err := meta.Accessor(old)
-		if err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		next, err := build(old.DeepCopyObject())
-		if err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		nextAccessor, err := meta.Accessor(next)
-		if err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		wantRV := nextAccessor.GetResourceVersion()
-		if wantRV != "" && wantRV != oldAccessor.GetResourceVersion() {
-			s.respond.error(w, r, q.storageError(storage.ErrConflict, q.name))
-			return
-		}
-		if uid := nextAccessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
-			s.respond.error(w, r, apierrors.NewConflict(gr, q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID())))
-			return
-		}
-		if nextAccessor.GetName() != q.name {
-			s.respond.error(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nextAccessor.GetName(), q.name)))
-			return
-		}
-		// System fields stay as stored.
-		nextAccessor.SetNamespace(oldAccessor.GetNamespace())
-		nextAccessor.SetUID(oldAccessor.GetUID())
-		nextAccessor.SetCreationTimestamp(oldAccessor.GetCreationTimestamp())
-		nextAccessor.SetGeneration(oldAccessor.GetGeneration())
-		nextAccessor.SetDeletionTimestamp(oldAccessor.GetDeletionTimestamp())
-		nextAccessor.SetDeletionGracePeriodSeconds(oldAccessor.GetDeletionGracePeriodSeconds())
-		nextAccessor.SetResourceVersion(oldAccessor.GetResourceVersion())
-		if q.subresource == "" {
-			if q.res.hasStatus() {
-				// The status is written through its subresource only.
-				copyStatus(next, old)
-			}
-			if q.res.defaults != nil {
-				q.res.defaults(next)
-			}
-			if q.res.prepareUpdate != nil {
-				q.res.prepareUpdate(next, old)
-			}
-		}
-		if q.subresource != "status" && q.res.tracksGeneration && specChanged(next, old) {
-			nextAccessor.SetGeneration(oldAccessor.GetGeneration() + 1)
-		}
-		attrs := admission.NewAttributesRecord(next, old, q.res.gvk(), q.namespace, q.name, q.res.gvr, q.subresource, admission.Update, opts, dry, userFrom(ctx))
-		if err := s.admit(ctx, attrs); err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		if err := s.validateUpdate(ctx, q, next, old, attrs); err != nil {
-			s.respond.error(w, r, err)
-			return
-		}
-		if dry {
-			done(next)
-			return
-		}
-		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-		if nextAccessor.GetDeletionTimestamp() != nil && len(nextAccessor.GetFinalizers()) == 0 && gracePeriodOver(nextAccessor) {
+		rev, _ := storage.ParseResourceVersion(accessor.GetResourceVersion())
+		if accessor.GetDeletionTimestamp() != nil && len(accessor.GetFinalizers()) == 0 && gracePeriodOver(accessor) {
 			// The last finalizer is gone: the deletion completes.
 			err = s.deleteStored(ctx, q, q.name, rev)
 		} else {
-			err = s.save(ctx, q, q.name, rev, next)
+			err = s.save(ctx, q, q.name, rev, a.obj)
 		}
-		if errors.Is(err, storage.ErrConflict) && wantRV == "" && ctx.Err() == nil {
-			// Unconditional: read the newer object and try again, as
-			// kube-apiserver's GuaranteedUpdate, until the request's
-			// deadline.
-			continue
+		if errors.Is(err, storage.ErrConflict) && !a.conditional {
+			return nil, errRetry
 		}
 		if err != nil {
-			s.respond.error(w, r, q.storageError(err, q.name))
-			return
+			return nil, q.storageError(err, q.name)
 		}
-		done(next)
-		return
+		return a.obj, nil
 	}
 }
 
 // validateUpdate checks an update, of the object or of its status.
-func (s *Server) validateUpdate(ctx context.Context, q *restRequest, next, old runtime.Object, attrs admission.Attributes) error {
-	if q.subresource == "binding" {
-		// Binding sets spec.nodeName, which the pod's own update rules
-		// forbid; the Binding itself was validated.
-		return s.validateAdmission(ctx, attrs)
-	}
+func validateUpdate(q *restRequest, next, old runtime.Object) error {
 	if q.subresource == "status" && q.res.validateStatus != nil {
 		if errs := q.res.validateStatus(next, old); len(errs) > 0 {
 			return apierrors.NewInvalid(q.res.gvk().GroupKind(), q.name, errs)
 		}
-		return s.validateAdmission(ctx, attrs)
+		return nil
 	}
-	return s.validate(ctx, q.res, next, old, attrs)
+	return validateObject(q.res, next, old)
 }
 
 // gracePeriodOver reports whether nothing more waits on a deleted object:

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -204,21 +206,24 @@ func validateBinding(ref rbacv1.RoleRef, oldRef *rbacv1.RoleRef, subjects []rbac
 
 // validateObject checks obj's metadata and, through the resource, the rest
 // of it. old is nil on create.
-func validateObject(res *resource, obj, old runtime.Object) (field.ErrorList, error) {
-	objMeta, err := metaAccessor(obj)
+func validateObject(res *resource, obj, old runtime.Object) error {
+	objMeta, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objMeta, res.namespaced, res.nameValidator, field.NewPath("metadata"))
 	if old != nil {
-		oldMeta, err := metaAccessor(old)
+		oldMeta, err := meta.Accessor(old)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objMeta, oldMeta, field.NewPath("metadata"))...)
 	}
 	if res.validate != nil {
 		errs = append(errs, res.validate(obj, old)...)
 	}
-	return errs, nil
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(res.gvk().GroupKind(), objMeta.GetName(), errs)
+	}
+	return nil
 }

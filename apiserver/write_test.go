@@ -1,0 +1,375 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// refuser is a validating admission plugin that refuses every request of
+// one user, whatever it is.
+type refuser struct {
+	*admission.Handler
+	user string
+}
+
+var _ admission.ValidationInterface = refuser{}
+
+const refusal = "refused by the test's admission plugin"
+
+func (p refuser) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetUserInfo().GetName() != p.user {
+		return nil
+	}
+	return admission.NewForbidden(a, errors.New(refusal))
+}
+
+// stageLog records the write stages entered by one user's requests.
+type stageLog struct {
+	user    string
+	mu      sync.Mutex // guards entered
+	entered []string
+}
+
+func (l *stageLog) observe(ctx context.Context, stage string) {
+	if u, ok := request.UserFrom(ctx); !ok || u.GetName() != l.user {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entered = append(l.entered, stage)
+}
+
+func (l *stageLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.entered
+	l.entered = nil
+	return out
+}
+
+// writeRouteCase is one write route of the registry: a verb on a resource
+// or subresource, and for a patch its type.
+type writeRouteCase struct {
+	res         *resource
+	subresource string
+	verb        string
+	patchType   types.PatchType
+}
+
+func (c writeRouteCase) String() string {
+	s := c.verb + " " + c.res.gvr.GroupResource().String()
+	if c.subresource != "" {
+		s += "/" + c.subresource
+	}
+	if c.patchType != "" {
+		s += " (" + string(c.patchType) + ")"
+	}
+	return s
+}
+
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+
+// writeRouteCases lists every write route the registry serves: each write
+// verb of each resource and subresource, and each patch type.
+func writeRouteCases(reg *registry) []writeRouteCase {
+	var out []writeRouteCase
+	add := func(res *resource, sub string, verbs metav1.Verbs) {
+		for _, verb := range verbs {
+			if !slices.Contains(writeVerbs, verb) {
+				continue
+			}
+			if verb != "patch" {
+				out = append(out, writeRouteCase{res: res, subresource: sub, verb: verb})
+				continue
+			}
+			for _, pt := range []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType} {
+				out = append(out, writeRouteCase{res: res, subresource: sub, verb: verb, patchType: pt})
+			}
+		}
+	}
+	for _, res := range reg.all {
+		add(res, "", res.verbs())
+		for _, sub := range res.subresources {
+			add(res, sub.name, sub.verbs)
+		}
+	}
+	return out
+}
+
+const doorNS = "door"
+
+// doorFixtures are one valid object of each kind the registry stores or
+// reviews, by kind, all named "door" in namespace "door" and labelled
+// door=fixture. A kind without one fails TestEveryWriteRouteIsAdmitted.
+func doorFixtures() map[schema.GroupVersionKind]runtime.Object {
+	om := func(namespaced bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: "door", Labels: map[string]string{"door": "fixture"}}
+		if namespaced {
+			m.Namespace = doorNS
+		}
+		return m
+	}
+	podSpec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "door"}}, Spec: podSpec}
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "door"}}
+	now := metav1.NewMicroTime(time.Now())
+	resourceAttrs := &authorizationv1.ResourceAttributes{Namespace: doorNS, Verb: "get", Resource: "pods"}
+	rules := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "someone"}}
+	objs := []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doorNS, Labels: map[string]string{"door": "fixture"}}},
+		&corev1.ConfigMap{ObjectMeta: om(true), Data: map[string]string{"k": "v"}},
+		&corev1.Secret{ObjectMeta: om(true), Data: map[string][]byte{"k": []byte("v")}},
+		&rbacv1.ClusterRole{ObjectMeta: om(false), Rules: rules},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: om(false), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "door"}, Subjects: subjects},
+		&rbacv1.Role{ObjectMeta: om(true), Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: om(true), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "door"}, Subjects: subjects},
+		&corev1.Pod{ObjectMeta: om(true), Spec: podSpec},
+		&corev1.Node{ObjectMeta: om(false)},
+		&corev1.ServiceAccount{ObjectMeta: om(true)},
+		&corev1.Event{ObjectMeta: om(true), InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: doorNS, Name: "door"}, Reason: "Test", Message: "m", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "door"}},
+		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "door-v1", Namespace: doorNS, Labels: map[string]string{"door": "fixture"}}, EventTime: now, ReportingController: "example.com/door", ReportingInstance: "door-1", Action: "Test", Reason: "Test", Type: corev1.EventTypeNormal, Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: doorNS, Name: "door"}},
+		&appsv1.Deployment{ObjectMeta: om(true), Spec: appsv1.DeploymentSpec{Selector: selector, Template: template}},
+		&appsv1.ReplicaSet{ObjectMeta: om(true), Spec: appsv1.ReplicaSetSpec{Selector: selector, Template: template}},
+		&coordinationv1.Lease{ObjectMeta: om(true)},
+		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: resourceAttrs}},
+		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: doorNS}},
+		&authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "someone", ResourceAttributes: resourceAttrs}},
+		&authorizationv1.LocalSubjectAccessReview{ObjectMeta: metav1.ObjectMeta{Namespace: doorNS}, Spec: authorizationv1.SubjectAccessReviewSpec{User: "someone", ResourceAttributes: resourceAttrs}},
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}},
+		&authenticationv1.SelfSubjectReview{},
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		panic(err)
+	}
+	out := map[schema.GroupVersionKind]runtime.Object{}
+	for _, obj := range objs {
+		gvks, _, err := scheme.ObjectKinds(obj)
+		if err != nil {
+			panic(err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+		out[gvks[0]] = obj
+	}
+	return out
+}
+
+// Every write route the registry serves goes through the one write path:
+// a validating admission plugin that refuses everything refuses each of
+// them, after the stages before it ran in order; and the audit event of
+// each carries the request object when its level asks for it. The routes
+// come from the registry, so a route added later is tried too, and fails
+// here until it has a fixture.
+func TestEveryWriteRouteIsAdmitted(t *testing.T) {
+	const refusedUser = "refused"
+	log := &stageLog{user: refusedUser}
+	ts := startServer(t, func(c *Config) {
+		c.extraAdmission = append(c.extraAdmission, refuser{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete, admission.Connect), user: refusedUser})
+		c.observeWrite = log.observe
+	})
+	adminClient := ts.httpClient(t, admin)
+	refused := ts.httpClient(t, &identity{user: refusedUser, groups: []string{rbac.ClusterAdminsGroup}})
+	fixtures := doorFixtures()
+
+	// Make the objects the writes are about, as admin.
+	paths := map[schema.GroupResource]func(name string) string{}
+	for _, res := range ts.server.registry.all {
+		base := "/api/" + res.gvr.Version
+		if res.gvr.Group != "" {
+			base = "/apis/" + res.gvr.Group + "/" + res.gvr.Version
+		}
+		if res.namespaced {
+			base += "/namespaces/" + doorNS
+		}
+		base += "/" + res.gvr.Resource
+		paths[res.gvr.GroupResource()] = func(name string) string {
+			if name == "" {
+				return ts.url + base
+			}
+			return ts.url + base + "/" + name
+		}
+	}
+	pathOf := func(res *resource, name string) string { return paths[res.gvr.GroupResource()](name) }
+	nameOf := func(res *resource) string {
+		if res.gvr.Resource == "namespaces" {
+			return doorNS
+		}
+		if res.gvr.Group == eventsv1.GroupName {
+			return "door-v1"
+		}
+		return "door"
+	}
+	send := func(c *http.Client, method, url, contentType string, body []byte) (*http.Response, []byte) {
+		t.Helper()
+		resp := do(t, c, method, url, contentType, string(body))
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp, out
+	}
+	mustJSON := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var stored []*resource
+	for _, res := range ts.server.registry.all {
+		if res.review != nil {
+			continue
+		}
+		stored = append(stored, res)
+	}
+	// The namespace first.
+	slices.SortStableFunc(stored, func(a, b *resource) int {
+		return boolInt(b.gvr.Resource == "namespaces") - boolInt(a.gvr.Resource == "namespaces")
+	})
+	for _, res := range stored {
+		obj, ok := fixtures[res.gvk()]
+		if !ok {
+			t.Errorf("no fixture of %s: add one to doorFixtures", res.gvk())
+			continue
+		}
+		if resp, body := send(adminClient, http.MethodPost, pathOf(res, ""), "application/json", mustJSON(obj)); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create fixture %s: %d %s", res.gvk(), resp.StatusCode, body)
+		}
+	}
+
+	for _, c := range writeRouteCases(ts.server.registry) {
+		t.Run(c.String(), func(t *testing.T) {
+			fixture, ok := fixtures[c.res.gvk()]
+			if !ok {
+				t.Fatalf("no fixture of %s: add one to doorFixtures", c.res.gvk())
+			}
+			name := nameOf(c.res)
+			url := pathOf(c.res, name)
+			if c.subresource != "" {
+				url += "/" + c.subresource
+			}
+			method, contentType, body := "", "application/json", []byte(nil)
+			switch {
+			case c.res.review != nil:
+				method, url, body = http.MethodPost, pathOf(c.res, ""), mustJSON(fixture)
+			case c.verb == "create" && c.subresource == "":
+				method, url = http.MethodPost, pathOf(c.res, "")
+				obj := fixture.DeepCopyObject()
+				accessor, _ := metaAccessor(obj)
+				accessor.SetName(name + "-new")
+				body = mustJSON(obj)
+			case c.verb == "create" && c.subresource == "binding":
+				method, body = http.MethodPost, mustJSON(&corev1.Binding{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"}, ObjectMeta: metav1.ObjectMeta{Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: "door"}})
+			case c.verb == "create" && c.subresource == "token":
+				method, body = http.MethodPost, mustJSON(&authenticationv1.TokenRequest{TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"}})
+			case c.verb == "update":
+				// The stored object (or its Scale), sent back.
+				from := url
+				if c.subresource == "finalize" {
+					from = pathOf(c.res, name)
+				}
+				resp, got := send(adminClient, http.MethodGet, from, "", nil)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("get %s: %d %s", url, resp.StatusCode, got)
+				}
+				method, body = http.MethodPut, got
+			case c.verb == "patch":
+				method, contentType, body = http.MethodPatch, string(c.patchType), doorPatch(c, fixture)
+				if c.patchType == types.ApplyYAMLPatchType {
+					// Forced: another manager owns the replicas.
+					url += "?fieldManager=door&force=true"
+				}
+			case c.verb == "delete":
+				method = http.MethodDelete
+			case c.verb == "deletecollection":
+				method, url = http.MethodDelete, pathOf(c.res, "")+"?labelSelector=door%3Dfixture"
+			default:
+				t.Fatalf("no request for the route %s: add one", c)
+			}
+			log.take()
+			resp, got := send(refused, method, url, contentType, body)
+			entered := log.take()
+			var st metav1.Status
+			_ = json.Unmarshal(got, &st)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(st.Message, refusal) {
+				t.Fatalf("%s %s: %d %s; want 403 from the refusing admission plugin", method, url, resp.StatusCode, got)
+			}
+			if want := writeStages[:len(writeStages)-1]; !slices.Equal(entered, want) {
+				t.Errorf("stages entered %q, want %q", entered, want)
+			}
+			ev := auditEventByID(t, ts.auditLog, resp.Header.Get(auditIDHeader))
+			if audit.AtLeast(ev.Level, auditv1.LevelRequest) && (ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0) {
+				t.Errorf("audit event at level %s has no request object", ev.Level)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// doorPatch is a patch of the route's type that changes the fixture, or
+// its Scale, harmlessly.
+func doorPatch(c writeRouteCase, fixture runtime.Object) []byte {
+	if c.subresource == "scale" {
+		switch c.patchType {
+		case types.JSONPatchType:
+			return []byte(`[{"op":"replace","path":"/spec/replicas","value":2}]`)
+		case types.ApplyYAMLPatchType:
+			return []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"door"},"spec":{"replicas":2}}`)
+		}
+		return []byte(`{"spec":{"replicas":2}}`)
+	}
+	switch c.patchType {
+	case types.JSONPatchType:
+		return []byte(`[{"op":"add","path":"/metadata/labels/patched","value":"yes"}]`)
+	case types.ApplyYAMLPatchType:
+		gvk := fixture.GetObjectKind().GroupVersionKind()
+		accessor, _ := metaAccessor(fixture)
+		return []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"labels":{"patched":"yes"}}}`, gvk.GroupVersion().String(), gvk.Kind, accessor.GetName()))
+	}
+	return []byte(`{"metadata":{"labels":{"patched":"yes"}}}`)
+}
+
+// auditEventByID finds the event of one request in the audit log; the
+// event is written before the response is sent.
+func auditEventByID(t *testing.T, path, id string) auditv1.Event {
+	t.Helper()
+	for _, ev := range readAuditLog(t, path) {
+		if string(ev.AuditID) == id {
+			return ev
+		}
+	}
+	t.Fatalf("no audit event %q", id)
+	return auditv1.Event{}
+}
