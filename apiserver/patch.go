@@ -23,28 +23,50 @@ import (
 	"github.com/trustplane/trustplane/apiserver/patch"
 )
 
-// newPatchers builds one patch manager per served kind, over client-go's
-// type converter, and one for the autoscaling/v1 Scale of the scale
-// subresources over scaleTypes, which knows a Scale.
-func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields.TypeConverter) (map[schema.GroupVersionResource]*patch.Manager, *patch.Manager, error) {
+// patchers are the patch managers, which also track managed fields: one
+// per served kind, one per kind with a status subresource for writes of
+// its status (recorded as subresource "status", as kube-apiserver does),
+// and one for the autoscaling/v1 Scale of the scale subresources.
+type patchers struct {
+	objects map[schema.GroupVersionResource]*patch.Manager
+	status  map[schema.GroupVersionResource]*patch.Manager
+	// scale records what goes to the parent object through scale.go.
+	scale *patch.Manager
+}
+
+// newPatchers builds the patch managers over client-go's type converter,
+// and the Scale's over scaleTypes, which knows a Scale.
+func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields.TypeConverter) (*patchers, error) {
 	tc := patch.NewTypeConverter(scheme)
-	out := map[schema.GroupVersionResource]*patch.Manager{}
+	p := &patchers{objects: map[schema.GroupVersionResource]*patch.Manager{}, status: map[schema.GroupVersionResource]*patch.Manager{}}
 	for _, res := range reg.all {
 		if res.review != nil {
 			continue
 		}
 		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
 		if err != nil {
-			return nil, nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
+			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
 		}
-		out[res.gvr] = m
+		p.objects[res.gvr] = m
+		if res.hasStatus() {
+			if p.status[res.gvr], err = patch.NewSubresourceManager(scheme, tc, res.gvk(), "status", res.newObject); err != nil {
+				return nil, fmt.Errorf("status patch manager for %s: %w", res.gvk(), err)
+			}
+		}
 	}
-	// What it records goes to the parent object through scale.go.
-	scale, err := patch.NewSubresourceManager(scheme, scaleTypes, scaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} })
-	if err != nil {
-		return nil, nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
+	var err error
+	if p.scale, err = patch.NewSubresourceManager(scheme, scaleTypes, scaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} }); err != nil {
+		return nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
 	}
-	return out, scale, nil
+	return p, nil
+}
+
+// of is the manager of q's object, or of its status.
+func (p *patchers) of(q *restRequest) *patch.Manager {
+	if q.subresource == "status" {
+		return p.status[q.res.gvr]
+	}
+	return p.objects[q.res.gvr]
 }
 
 // patchRequest is what a PATCH carries besides its URL.
@@ -107,7 +129,7 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 // patch manager's: a strict refusal is an error, warnings are Warning
 // headers.
 func (s *Server) patchRoute(q *restRequest) *writeRoute {
-	m := s.patchers[q.res.gvr]
+	m := s.patchers.of(q)
 	var p *patchRequest
 	decode := func(_ http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
 		if p, err = s.readPatch(r); err != nil {

@@ -194,7 +194,7 @@ func (s *Server) createRoute(q *restRequest) *writeRoute {
 			opts := in.opts.(*metav1.CreateOptions)
 			var err error
 			a.obj, err = s.prepareNew(r.Context(), q, in.obj, func(live runtime.Object) (runtime.Object, error) {
-				return s.patchers[q.res.gvr].Update(nil, live, opts.FieldManager, r.UserAgent())
+				return s.patchers.of(q).Update(nil, live, opts.FieldManager, r.UserAgent())
 			})
 			return err
 		},

@@ -119,7 +119,7 @@ func (s *Server) updateScaleRoute(q *restRequest) *writeRoute {
 		return &writeInput{obj: obj, audited: obj, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 	}
 	return s.scaleRoute(q, decode, func(_ http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
-		return s.scalePatcher.Update(current, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
+		return s.patchers.scale.Update(current, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	})
 }
 
@@ -146,7 +146,7 @@ func (s *Server) patchScaleRoute(q *restRequest) *writeRoute {
 		return &writeInput{audited: p.audited(), opts: patchToUpdateOptions(p.opts), dry: p.dry}, nil
 	}
 	return s.scaleRoute(q, decode, func(w http.ResponseWriter, r *http.Request, _ *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
-		return applyPatch(w, r, s.scalePatcher, p, current)
+		return applyPatch(w, r, s.patchers.scale, p, current)
 	})
 }
 

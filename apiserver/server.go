@@ -26,7 +26,6 @@ import (
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/openapi"
-	"github.com/trustplane/trustplane/apiserver/patch"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
@@ -154,8 +153,7 @@ type Server struct {
 	discovery          *discovery
 	openapi            *openapi.Builder
 	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
-	patchers           map[schema.GroupVersionResource]*patch.Manager
-	scalePatcher       *patch.Manager // patches the Scale of scale subresources
+	patchers           *patchers
 	store              *storage.Store
 	requestInfo        request.RequestInfoResolver
 	authn              authenticator.Request
@@ -221,7 +219,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	patchers, scalePatcher, err := newPatchers(scheme, reg, scaleTypes)
+	patchers, err := newPatchers(scheme, reg, scaleTypes)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +257,6 @@ func New(c Config) (*Server, error) {
 		openapi:            docs,
 		openapiBuilt:       time.Now(),
 		patchers:           patchers,
-		scalePatcher:       scalePatcher,
 		store:              store,
 		requestInfo:        newRequestInfoResolver(),
 		authn:              authenticators.Request,

@@ -54,7 +54,7 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 		if q.res.defaults != nil {
 			q.res.defaults(in.obj)
 		}
-		return s.patchers[q.res.gvr].Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
+		return s.patchers.of(q).Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	}
 	switch q.subresource {
 	case "finalize":
@@ -66,7 +66,10 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 			return next, nil
 		}
 	case "status":
-		merge = func(_ http.ResponseWriter, _ *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+		// Only the status changes; the write is tracked in the managed
+		// fields as one of subresource "status".
+		merge = func(_ http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+			live := old.DeepCopyObject()
 			copyStatus(old, in.obj)
 			accessor, _ := meta.Accessor(in.obj)
 			oldAccessor, _ := meta.Accessor(old)
@@ -74,7 +77,7 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 			if uid := accessor.GetUID(); uid != "" {
 				oldAccessor.SetUID(uid)
 			}
-			return old, nil
+			return s.patchers.of(q).Update(live, old, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 		}
 	}
 	return s.existingRoute(q, decode, merge)
