@@ -10,5 +10,11 @@
 // to the file that `kubectl` on PATH resolves to, then on PATH. A missing
 // one skips its tests, or fails them when CI=true.
 //
+// TestKwokNode runs kwok, a node simulator, against the cluster. It builds
+// kwok with `go install` on first use, with kwok's own go.mod, into
+// trustplane-test/kwok-<version> in the user's cache directory, where later
+// runs find it. A kwok that cannot be built skips the test, or fails it
+// when CI=true.
+//
 // The tests are skipped with -short.
 package e2e
