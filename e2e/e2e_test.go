@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/trustplane/trustplane/e2e/e2etest"
 )
 
 // kubectlVersions are the kubectl minor versions trustplane must serve:
@@ -38,29 +40,21 @@ const (
 // an operator runs, the refusals they must meet, the audit trail those leave
 // and a restart.
 func TestKubectl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping end-to-end test in -short mode")
-	}
-	for _, version := range kubectlVersions {
-		t.Run("kubectl-"+version, func(t *testing.T) {
-			t.Parallel()
-			k := newKubectl(t, version)
-			c := startCluster(t)
-			// A value that occurs nowhere else, so that finding it, or its
-			// base64, anywhere it should not be is a leak.
-			secret := "e2e-" + rand.Text()
+	forEachKubectl(t, func(t *testing.T, k *kubectl, c *e2etest.Cluster) {
+		// A value that occurs nowhere else, so that finding it, or its
+		// base64, anywhere it should not be is a leak.
+		secret := "e2e-" + rand.Text()
 
-			commandsOK := t.Run("commands", func(t *testing.T) { testCommands(t, k, c, secret) })
-			refusalsOK := t.Run("refusals", func(t *testing.T) { testRefusals(t, k, c) })
-			t.Run("audit", func(t *testing.T) {
-				if !commandsOK || !refusalsOK {
-					t.Skip("skipping: the audit trail of the failed commands or refusals is incomplete")
-				}
-				testAudit(t, c, "kubectl."+version+"/", secret)
-			})
-			t.Run("restart", func(t *testing.T) { testRestart(t, k, c) })
+		commandsOK := t.Run("commands", func(t *testing.T) { testCommands(t, k, c, secret) })
+		refusalsOK := t.Run("refusals", func(t *testing.T) { testRefusals(t, k, c) })
+		t.Run("audit", func(t *testing.T) {
+			if !commandsOK || !refusalsOK {
+				t.Skip("skipping: the audit trail of the failed commands or refusals is incomplete")
+			}
+			testAudit(t, c, "kubectl."+k.version+"/", secret)
 		})
-	}
+		t.Run("restart", func(t *testing.T) { testRestart(t, k, c) })
+	})
 }
 
 // step is one kubectl command and what it must do.
@@ -77,11 +71,11 @@ type step struct {
 }
 
 // run runs s and reports every way the result differs from s.
-func (s step) run(t *testing.T, k *kubectl, c *cluster) result {
+func (s step) run(t *testing.T, k *kubectl, c *e2etest.Cluster) result {
 	t.Helper()
 	kubeconfig := s.kubeconfig
 	if kubeconfig == "" {
-		kubeconfig = c.adminConf()
+		kubeconfig = c.AdminConf()
 	}
 	res := k.runEnv(t, kubeconfig, s.env, s.args...)
 	cmd := "kubectl " + strings.Join(s.args, " ")
@@ -103,7 +97,7 @@ func (s step) run(t *testing.T, k *kubectl, c *cluster) result {
 
 // runSteps runs steps in order and stops at the first that fails: each
 // depends on the ones before it.
-func runSteps(t *testing.T, k *kubectl, c *cluster, steps []step) {
+func runSteps(t *testing.T, k *kubectl, c *e2etest.Cluster, steps []step) {
 	t.Helper()
 	for _, s := range steps {
 		s.run(t, k, c)
@@ -113,7 +107,7 @@ func runSteps(t *testing.T, k *kubectl, c *cluster, steps []step) {
 	}
 }
 
-func testCommands(t *testing.T, k *kubectl, c *cluster, secret string) {
+func testCommands(t *testing.T, k *kubectl, c *e2etest.Cluster, secret string) {
 	notFound := []string{`NotFound`}
 	runSteps(t, k, c, []step{
 		{args: []string{"get", "ns"}, stdout: []string{`(?m)^default\s`, `(?m)^kube-system\s`}},
@@ -146,22 +140,22 @@ func testCommands(t *testing.T, k *kubectl, c *cluster, secret string) {
 	})
 }
 
-func testRefusals(t *testing.T, k *kubectl, c *cluster) {
+func testRefusals(t *testing.T, k *kubectl, c *e2etest.Cluster) {
 	dir := t.TempDir()
 	// kubectl prompts for a user name when a kubeconfig user has no
 	// credential at all, so these users carry one the server does not
 	// accept; the server supports neither, so to it they are callers
 	// without credentials.
 	tokenConf := filepath.Join(dir, "token.conf")
-	writeKubeconfig(t, c.adminConf(), tokenConf, func(u *clientcmdapi.AuthInfo) { u.Token = bogusToken })
+	writeKubeconfig(t, c.AdminConf(), tokenConf, func(u *clientcmdapi.AuthInfo) { u.Token = bogusToken })
 	basicConf := filepath.Join(dir, "basic.conf")
-	writeKubeconfig(t, c.adminConf(), basicConf, func(u *clientcmdapi.AuthInfo) {
+	writeKubeconfig(t, c.AdminConf(), basicConf, func(u *clientcmdapi.AuthInfo) {
 		u.Username, u.Password = "admin", basicPassword
 	})
 
 	forgedConf := filepath.Join(dir, "forged.conf")
 	cert, key := forgedAdminCert(t)
-	writeKubeconfig(t, c.adminConf(), forgedConf, func(u *clientcmdapi.AuthInfo) {
+	writeKubeconfig(t, c.AdminConf(), forgedConf, func(u *clientcmdapi.AuthInfo) {
 		u.ClientCertificateData, u.ClientKeyData = cert, key
 	})
 
@@ -178,7 +172,7 @@ func testRefusals(t *testing.T, k *kubectl, c *cluster) {
 		name string
 		step step
 	}{
-		{"scheduler may not list secrets", step{kubeconfig: c.schedulerConf(), args: []string{"get", "secrets", "-n", "default"}, wantExit: 1, stderr: forbidden}},
+		{"scheduler may not list secrets", step{kubeconfig: c.Kubeconfig("scheduler"), args: []string{"get", "secrets", "-n", "default"}, wantExit: 1, stderr: forbidden}},
 		{"bearer token get secrets", step{kubeconfig: tokenConf, args: []string{"get", "secrets", "-n", "default"}, wantExit: 1, stderr: discoveryUnauthorized}},
 		{"bearer token raw get", step{kubeconfig: tokenConf, args: []string{"get", "--raw", "/api/v1/namespaces/default/secrets"}, wantExit: 1, stderr: unauthorized}},
 		{"basic auth raw get", step{kubeconfig: basicConf, args: []string{"get", "--raw", "/api/v1/namespaces/default/configmaps"}, wantExit: 1, stderr: unauthorized}},
@@ -202,8 +196,8 @@ func testRefusals(t *testing.T, k *kubectl, c *cluster) {
 // testNoCredential checks that the health endpoints are open and that
 // everything else answers 401 with a Status to a caller without
 // credentials.
-func testNoCredential(t *testing.T, c *cluster) {
-	client := httpClient(t, c.adminConf())
+func testNoCredential(t *testing.T, c *e2etest.Cluster) {
+	client := httpClient(t, c.AdminConf())
 	tests := []struct {
 		path string
 		want int
@@ -218,7 +212,7 @@ func testNoCredential(t *testing.T, c *cluster) {
 		{"/api/v1/namespaces/default/secrets", http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
-		req, err := http.NewRequest(http.MethodGet, c.url+tt.path, nil)
+		req, err := http.NewRequest(http.MethodGet, c.URL+tt.path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,8 +271,8 @@ func httpClient(t *testing.T, kubeconfig string) *http.Client {
 // testAudit reads the audit log left by the commands and refusals before
 // it. The server writes an event before it answers, so everything asked so
 // far is already in the file.
-func testAudit(t *testing.T, c *cluster, agent, secret string) {
-	events := readAudit(t, c.auditLog())
+func testAudit(t *testing.T, c *e2etest.Cluster, agent, secret string) {
+	events := readAudit(t, c.AuditLog())
 	if len(events) == 0 {
 		t.Fatal("audit log is empty")
 	}
@@ -357,9 +351,9 @@ func testAudit(t *testing.T, c *cluster, agent, secret string) {
 
 // assertNotLeaked checks that none of values, nor their base64, occurs in
 // the audit log or in what the server wrote to stdout and stderr.
-func assertNotLeaked(t *testing.T, c *cluster, values ...string) {
+func assertNotLeaked(t *testing.T, c *e2etest.Cluster, values ...string) {
 	t.Helper()
-	audit, err := os.ReadFile(c.auditLog())
+	audit, err := os.ReadFile(c.AuditLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +362,7 @@ func assertNotLeaked(t *testing.T, c *cluster, values ...string) {
 		data []byte
 	}{
 		{"audit log", audit},
-		{"server output", []byte(c.log.String())},
+		{"server output", []byte(c.Output())},
 	}
 	for _, p := range places {
 		for _, v := range values {
@@ -381,30 +375,30 @@ func assertNotLeaked(t *testing.T, c *cluster, values ...string) {
 	}
 }
 
-func testRestart(t *testing.T, k *kubectl, c *cluster) {
+func testRestart(t *testing.T, k *kubectl, c *e2etest.Cluster) {
 	secret := "e2e-" + rand.Text()
 	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
 	runSteps(t, k, c, []step{
 		{args: []string{"create", "configmap", "survivor", "--from-literal=k=v"}, stdout: []string{`configmap/survivor created`}},
 		{args: []string{"create", "secret", "generic", "survivor", "--from-literal=v=" + secret}, stdout: []string{`secret/survivor created`}},
 	})
-	uid := k.run(t, c.adminConf(), "get", "configmap", "survivor", "-o", "jsonpath={.metadata.uid}")
+	uid := k.run(t, c.AdminConf(), "get", "configmap", "survivor", "-o", "jsonpath={.metadata.uid}")
 	if uid.exit != 0 || uid.stdout == "" {
 		t.Fatalf("get configmap survivor uid: exit %d, stdout %q, stderr %q", uid.exit, uid.stdout, uid.stderr)
 	}
-	before, err := os.ReadFile(c.auditLog())
+	before, err := os.ReadFile(c.AuditLog())
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	oldURL := c.url
-	if err := c.stop(); err != nil {
+	oldURL := c.URL
+	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	// New ports: up must point the kubeconfigs at them.
-	c.start(t)
-	if c.url == oldURL {
-		t.Logf("restarted on the same URL %s", c.url)
+	c.Start(t)
+	if c.URL == oldURL {
+		t.Logf("restarted on the same URL %s", c.URL)
 	}
 
 	runSteps(t, k, c, []step{
@@ -417,7 +411,7 @@ func testRestart(t *testing.T, k *kubectl, c *cluster) {
 		{args: []string{"delete", "secret", "survivor"}, stdout: []string{`secret "survivor" deleted`}},
 	})
 
-	after, err := os.ReadFile(c.auditLog())
+	after, err := os.ReadFile(c.AuditLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,6 +420,6 @@ func testRestart(t *testing.T, k *kubectl, c *cluster) {
 	} else if len(after) == len(before) {
 		t.Error("no audit events written after restart")
 	}
-	readAudit(t, c.auditLog())
+	readAudit(t, c.AuditLog())
 	assertNotLeaked(t, c, secret)
 }

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/trustplane/trustplane/e2e/e2etest"
 )
 
 // kubectlTimeout bounds every kubectl invocation.
@@ -22,6 +24,7 @@ const kubectlTimeout = 60 * time.Second
 // of its own, so that nothing from the machine's ~/.kube or an earlier run
 // is used.
 type kubectl struct {
+	version  string // such as "1.32"
 	path     string
 	home     string
 	cacheDir string
@@ -31,6 +34,22 @@ type kubectl struct {
 type result struct {
 	stdout, stderr string
 	exit           int
+}
+
+// forEachKubectl runs test in parallel subtests, one for each of
+// kubectlVersions, each with its kubectl and a cluster of its own. It skips
+// the test with -short.
+func forEachKubectl(t *testing.T, test func(t *testing.T, k *kubectl, c *e2etest.Cluster)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	for _, version := range kubectlVersions {
+		t.Run("kubectl-"+version, func(t *testing.T) {
+			t.Parallel()
+			test(t, newKubectl(t, version), e2etest.StartCluster(t))
+		})
+	}
 }
 
 // newKubectl finds kubectl.<version> (such as "1.32") or skips the test;
@@ -46,6 +65,7 @@ func newKubectl(t *testing.T, version string) *kubectl {
 	}
 	tmp := t.TempDir()
 	k := &kubectl{
+		version:  version,
 		path:     path,
 		home:     filepath.Join(tmp, "home"),
 		cacheDir: filepath.Join(tmp, "cache"),

@@ -1,14 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/bench"
 	"github.com/trustplane/trustplane/datadir"
@@ -69,23 +67,6 @@ func (f *benchFlags) validate() error {
 	return errors.Join(errs...)
 }
 
-// loadingRules find the kubeconfig: --kubeconfig, else $KUBECONFIG, else
-// admin.conf in --dir or in the default data directory.
-func (f *benchFlags) loadingRules() *clientcmd.ClientConfigLoadingRules {
-	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
-	case f.kubeconfig != "":
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
-	case env != "":
-		return &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
-	default:
-		dir := f.dir
-		if dir == "" {
-			dir = datadir.DefaultDir
-		}
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: datadir.Layout{Dir: dir}.Kubeconfig("admin")}
-	}
-}
-
 func newBenchCommand() *cobra.Command {
 	f := benchFlags{
 		etcdServers: []string{"https://127.0.0.1:2379"},
@@ -124,9 +105,11 @@ this machine, freshly started: the peak counts from its start.`,
 				return err
 			}
 			ctx := cmd.Context()
-			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loadingRules(), nil).ClientConfig()
+			// Without --dir, bench has no etcd baseline, but still finds
+			// admin.conf in the default data directory.
+			restConfig, err := clientConfig(f.kubeconfig, cmp.Or(f.dir, datadir.DefaultDir))
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
 			}
 			// Measure the server, not client-go's rate limiter; speak
 			// protobuf as the cluster's own components do.

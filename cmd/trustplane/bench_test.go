@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,17 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/bench"
+	"github.com/trustplane/trustplane/e2e/e2etest"
 	"github.com/trustplane/trustplane/etcd"
-	"github.com/trustplane/trustplane/etcd/etcdtest"
-)
-
-// The helpers below carry a bench prefix: other commands' tests share
-// this package and may bring helpers of their own.
-
-const (
-	benchStartTimeout = 60 * time.Second
-	benchStopTimeout  = 20 * time.Second
-	benchRunTimeout   = 5 * time.Minute
 )
 
 func TestBenchFlagsValidate(t *testing.T) {
@@ -77,12 +63,10 @@ func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a cluster")
 	}
-	bin := benchBuild(t)
-	dir := filepath.Join(t.TempDir(), "data")
-	etcdURL, pid := benchUp(t, bin, dir)
-	adminConf := filepath.Join(dir, "admin.conf")
+	c := e2etest.StartCluster(t)
+	dir, etcdURL, adminConf := c.Dir, c.EtcdURL, c.AdminConf()
 
-	stdout, stderr, err := benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
+	stdout, stderr, err := e2etest.Run(t, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
 		"--requests", "200", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200", "-o", "json")
 	if err != nil {
 		t.Fatalf("trustplane bench: %v\nstderr:\n%s", err, stderr)
@@ -129,11 +113,11 @@ func TestBenchEndToEnd(t *testing.T) {
 	// is read. Its watches, of both kinds, must all open and, with the
 	// watch-list protocol, deliver every ConfigMap.
 	for _, watchList := range []bool{false, true} {
-		args := []string{"bench", "--kubeconfig", adminConf, "--hold", "50", "--watchers", "3", "--apiserver-pid", strconv.Itoa(pid), "-o", "json"}
+		args := []string{"bench", "--kubeconfig", adminConf, "--hold", "50", "--watchers", "3", "--apiserver-pid", strconv.Itoa(c.PID()), "-o", "json"}
 		if watchList {
 			args = append(args, "--watch-list")
 		}
-		stdout, stderr, err := benchRun(t, bin, args...)
+		stdout, stderr, err := e2etest.Run(t, args...)
 		if err != nil {
 			t.Fatalf("trustplane %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr)
 		}
@@ -156,7 +140,7 @@ func TestBenchEndToEnd(t *testing.T) {
 
 	// A run whose creates fail (an object over the request size limit)
 	// reports the failure and still removes its namespace.
-	_, stderr, err = benchRun(t, bin, "bench", "--kubeconfig", adminConf, "--requests", "1", "--object-bytes", strconv.Itoa(4<<20))
+	_, stderr, err = e2etest.Run(t, "bench", "--kubeconfig", adminConf, "--requests", "1", "--object-bytes", strconv.Itoa(4<<20))
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) {
 		t.Errorf("bench with 4 MiB objects: %v, want a non-zero exit", err)
@@ -209,120 +193,4 @@ func benchCheckNothingLeft(t *testing.T, adminConf, dir, etcdURL string) {
 			t.Errorf("%d etcd keys under %s are left after bench, the first %s", len(resp.Kvs), prefix, resp.Kvs[0].Key)
 		}
 	}
-}
-
-// benchBuild builds the trustplane binary from this package.
-func benchBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "trustplane")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// benchRun runs the binary to its end, within benchRunTimeout.
-func benchRun(t *testing.T, bin string, args ...string) (stdout, stderr []byte, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), benchRunTimeout)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.Bytes(), errOut.Bytes(), err
-}
-
-// benchUp runs `trustplane up` on free loopback ports in dir until the test
-// ends, and returns the URL of its etcd and the PID of its process. The
-// cluster is stopped with SIGTERM and must exit cleanly.
-func benchUp(t *testing.T, bin, dir string) (etcdURL string, pid int) {
-	t.Helper()
-	ports := etcdtest.FreePortNumbers(t, 4)
-	cmd := exec.Command(bin, "up", "--dir", dir,
-		"--secure-port", strconv.Itoa(ports[0]),
-		"--etcd-client-port", strconv.Itoa(ports[1]),
-		"--etcd-peer-port", strconv.Itoa(ports[2]),
-		"--etcd-http-port", strconv.Itoa(ports[3]))
-	var log benchBuffer
-	cmd.Stderr = &log
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start trustplane up: %v", err)
-	}
-	ready := make(chan struct{})
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		// Drain stdout to its end before Wait, as os/exec requires.
-		sc := bufio.NewScanner(stdout)
-		announced := false
-		for sc.Scan() {
-			fmt.Fprintf(&log, "stdout: %s\n", sc.Text())
-			if !announced && strings.HasPrefix(sc.Text(), "export KUBECONFIG=") {
-				announced = true
-				close(ready)
-			}
-		}
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		defer func() {
-			if t.Failed() {
-				t.Logf("trustplane up output:\n%s", log.String())
-			}
-		}()
-		select {
-		case <-exited:
-			t.Errorf("trustplane up exited while the test used it: %v", waitErr)
-			return
-		default:
-		}
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Errorf("SIGTERM trustplane up: %v", err)
-		}
-		select {
-		case <-exited:
-			if waitErr != nil {
-				t.Errorf("trustplane up after SIGTERM: %v, want exit status 0", waitErr)
-			}
-		case <-time.After(benchStopTimeout):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("trustplane up still running %s after SIGTERM; killed", benchStopTimeout)
-		}
-	})
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("trustplane up exited before it was ready: %v", waitErr)
-	case <-time.After(benchStartTimeout):
-		t.Fatalf("trustplane up not ready within %s", benchStartTimeout)
-	}
-	return "https://127.0.0.1:" + strconv.Itoa(ports[1]), cmd.Process.Pid
-}
-
-// benchBuffer is a bytes.Buffer safe for the concurrent writes of a child
-// process's output copiers.
-type benchBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *benchBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *benchBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -22,7 +20,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/datadir"
 	"github.com/trustplane/trustplane/rbac"
@@ -41,19 +38,6 @@ func (f *whoCanFlags) validate() error {
 		return fmt.Errorf("-o %q: want table or json", f.output)
 	}
 	return nil
-}
-
-// loadingRules find the kubeconfig: --kubeconfig, else $KUBECONFIG, else
-// admin.conf in --dir.
-func (f *whoCanFlags) loadingRules() *clientcmd.ClientConfigLoadingRules {
-	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
-	case f.kubeconfig != "":
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
-	case env != "":
-		return &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
-	default:
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: datadir.Layout{Dir: f.dir}.Kubeconfig("admin")}
-	}
 }
 
 func newWhoCanCommand() *cobra.Command {
@@ -95,9 +79,9 @@ roles, clusterrolebindings and rolebindings in all namespaces.`,
 			if err != nil {
 				return err
 			}
-			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.loadingRules(), nil).ClientConfig()
+			restConfig, err := clientConfig(f.kubeconfig, f.dir)
 			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
+				return err
 			}
 			restConfig.UserAgent = "trustplane-who-can/" + version
 			client, err := kubernetes.NewForConfig(restConfig)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trustplane/trustplane/e2e/e2etest"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -199,15 +200,12 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a cluster")
 	}
-	// The build, run and `up` helpers are bench_test.go's.
-	bin := benchBuild(t)
-	dir := filepath.Join(t.TempDir(), "data")
-	benchUp(t, bin, dir)
-	adminConf := filepath.Join(dir, "admin.conf")
+	c := e2etest.StartCluster(t)
+	dir, adminConf := c.Dir, c.AdminConf()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	stdout, stderr, err := benchRun(t, bin, "kubeconfig", "--dir", dir, "--user", "auditor")
+	stdout, stderr, err := e2etest.Run(t, "kubeconfig", "--dir", dir, "--user", "auditor")
 	if err != nil {
 		t.Fatalf("trustplane kubeconfig: %v\n%s", err, stderr)
 	}
@@ -232,7 +230,7 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	// who-can answers as the server decides.
 	whoCan := func(args ...string) []rbac.Grant {
 		t.Helper()
-		stdout, stderr, err := benchRun(t, bin, append([]string{"who-can", "--kubeconfig", adminConf, "-o", "json"}, args...)...)
+		stdout, stderr, err := e2etest.Run(t, append([]string{"who-can", "--kubeconfig", adminConf, "-o", "json"}, args...)...)
 		if err != nil {
 			t.Fatalf("who-can %q: %v\n%s", args, err, stderr)
 		}
@@ -248,7 +246,7 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	}
 	isAuditor := func(g rbac.Grant) bool { return g.Subject.Kind == rbacv1.UserKind && g.Subject.Name == "auditor" }
 
-	stdout, stderr, err = benchRun(t, bin, "who-can", "--kubeconfig", adminConf, "get", "secrets", "-n", "default")
+	stdout, stderr, err = e2etest.Run(t, "who-can", "--kubeconfig", adminConf, "get", "secrets", "-n", "default")
 	if err != nil {
 		t.Fatalf("who-can get secrets: %v\n%s", err, stderr)
 	}
@@ -303,17 +301,17 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	}
 
 	// who-can reads every binding; the auditor may not.
-	_, stderr, err = benchRun(t, bin, "who-can", "--kubeconfig", auditorConf, "get", "secrets", "-n", "default")
+	_, stderr, err = e2etest.Run(t, "who-can", "--kubeconfig", auditorConf, "get", "secrets", "-n", "default")
 	if err == nil || !strings.Contains(string(stderr), "forbidden") {
 		t.Errorf("who-can as auditor: %v\n%s\nwant a forbidden error", err, stderr)
 	}
 
 	// Refusals happen before anything reaches the server or the disk.
-	_, stderr, err = benchRun(t, bin, "kubeconfig", "--dir", dir, "--user", "auditor")
+	_, stderr, err = e2etest.Run(t, "kubeconfig", "--dir", dir, "--user", "auditor")
 	if err == nil || !strings.Contains(string(stderr), "refusing to overwrite") {
 		t.Errorf("second kubeconfig for auditor: %v\n%s\nwant a refusal", err, stderr)
 	}
-	_, stderr, err = benchRun(t, bin, "who-can", "--kubeconfig", adminConf, "get", "nodes", "-n", "default")
+	_, stderr, err = e2etest.Run(t, "who-can", "--kubeconfig", adminConf, "get", "nodes", "-n", "default")
 	if err == nil || !strings.Contains(string(stderr), "cluster-scoped") {
 		t.Errorf("who-can get nodes -n default: %v\n%s\nwant an error: nodes are cluster-scoped", err, stderr)
 	}
