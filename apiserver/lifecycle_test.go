@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -152,5 +154,20 @@ func TestNextRequestSeesTheWrite(t *testing.T) {
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("%s: create just after the namespace's delete: %v, want Forbidden", ns, err)
 		}
+	}
+}
+
+// A server stopped while it starts, before it serves, stops cleanly: the
+// stop is not an error.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	ts := startServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ts.server.Run(ctx, ln); err != nil {
+		t.Errorf("run stopped before serving: %v, want nil", err)
 	}
 }

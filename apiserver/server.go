@@ -314,6 +314,10 @@ func New(c Config) (*Server, error) {
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if err := s.bootstrap(ctx); err != nil {
 		ln.Close()
+		if ctx.Err() != nil {
+			// Stopped while starting: not a failure.
+			return nil
+		}
 		return err
 	}
 	cacheCtx, stopCaches := context.WithCancel(context.Background())
@@ -332,6 +336,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	for gr, c := range s.caches {
 		if _, err := c.List(syncCtx, storage.ListPrefix(gr, ""), 0, func(runtime.Object) error { return nil }); err != nil {
 			ln.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 	}
