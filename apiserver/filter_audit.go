@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,13 +69,13 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec := &auditRecord{level: level, id: id}
+	rec := audit.NewRecord(level, id)
 	if isLongRunning(ctx) {
-		a.serveStreaming(w, r.WithContext(withAuditRecord(ctx, rec)), next, attrs, rec, received)
+		a.serveStreaming(w, r.WithContext(audit.WithRecord(ctx, rec)), next, attrs, rec, received)
 		return
 	}
 	buf := &bufferedResponse{header: w.Header()}
-	next.ServeHTTP(buf, r.WithContext(withAuditRecord(ctx, rec)))
+	next.ServeHTTP(buf, r.WithContext(audit.WithRecord(ctx, rec)))
 
 	ev := a.event(r, attrs, rec, received, buf)
 	if err := a.sink.Write(ev); err != nil {
@@ -104,7 +103,7 @@ func (auditUnavailable) Error() string { return "the audit log cannot be written
 // starts, with stage ResponseStarted: its body is not held, so the event is
 // written before the first byte goes out, and a failure to write it
 // refuses the request.
-func (a *auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *auditRecord, received metav1.MicroTime) {
+func (a *auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime) {
 	sw := &streamingResponse{ResponseWriter: w, start: func(code int) bool {
 		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
 		ev.Stage = auditv1.StageResponseStarted
@@ -169,11 +168,9 @@ func isLongRunning(ctx context.Context) bool {
 	return ok && info.IsResourceRequest && info.Verb == "watch"
 }
 
-func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *auditRecord, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
+func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
-		Level:                    rec.level,
-		AuditID:                  rec.id,
 		Stage:                    auditv1.StageResponseComplete,
 		RequestURI:               r.URL.RequestURI(),
 		Verb:                     attrs.GetVerb(),
@@ -183,7 +180,7 @@ func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 		StageTimestamp:           metav1.NewMicroTime(time.Now()),
 	}
 	if u := attrs.GetUser(); u != nil {
-		ev.User = userInfo(u)
+		ev.User = audit.UserInfo(u)
 	}
 	if attrs.IsResourceRequest() {
 		ev.ObjectRef = &auditv1.ObjectReference{
@@ -203,36 +200,8 @@ func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 		}
 	}
 	ev.ResponseStatus = status
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if ev.ObjectRef != nil && ev.ObjectRef.Name == "" {
-		ev.ObjectRef.Name = rec.name
-	}
-	if rec.impersonated != nil {
-		u := userInfo(rec.impersonated)
-		ev.ImpersonatedUser = &u
-	}
-	if len(rec.annotations) > 0 {
-		ev.Annotations = rec.annotations
-	}
-	if audit.AtLeast(rec.level, auditv1.LevelRequest) {
-		ev.RequestObject = rec.request
-	}
-	if audit.AtLeast(rec.level, auditv1.LevelRequestResponse) {
-		ev.ResponseObject = rec.response
-	}
+	rec.Fill(ev)
 	return ev
-}
-
-func userInfo(u user.Info) authenticationv1.UserInfo {
-	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	if extra := u.GetExtra(); len(extra) > 0 {
-		info.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range extra {
-			info.Extra[k] = v
-		}
-	}
-	return info
 }
 
 func sourceIPs(r *http.Request) []string {

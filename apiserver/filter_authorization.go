@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // Audit annotations of the authorization decision, as kube-apiserver
@@ -30,15 +32,15 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		attrs := attributesFrom(ctx, r)
 		decision, reason, err := authz.Authorize(ctx, attrs)
 		if decision == authorizer.DecisionAllow {
-			auditAnnotate(ctx, decisionAnnotation, "allow")
-			auditAnnotate(ctx, reasonAnnotation, reason)
+			audit.Annotate(ctx, decisionAnnotation, "allow")
+			audit.Annotate(ctx, reasonAnnotation, reason)
 			next.ServeHTTP(w, r)
 			return
 		}
-		auditAnnotate(ctx, decisionAnnotation, "forbid")
+		audit.Annotate(ctx, decisionAnnotation, "forbid")
 		if err != nil {
 			logger.ErrorContext(ctx, "authorization failed", "user", attrs.GetUser().GetName(), "err", err)
-			auditAnnotate(ctx, reasonAnnotation, "authorizer error")
+			audit.Annotate(ctx, reasonAnnotation, "authorizer error")
 			st := apierrors.NewInternalError(errors.New("the authorization decision could not be made")).Status()
 			writeStatus(w, &st)
 			return
@@ -46,9 +48,9 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		if reason == "" {
 			// RBAC gives no reason for what no rule allows; the audit
 			// event still says why, the client's message stays kube's.
-			auditAnnotate(ctx, reasonAnnotation, noRuleAllows)
+			audit.Annotate(ctx, reasonAnnotation, noRuleAllows)
 		} else {
-			auditAnnotate(ctx, reasonAnnotation, reason)
+			audit.Annotate(ctx, reasonAnnotation, reason)
 		}
 		msg := forbiddenMessage(attrs)
 		if reason != "" {

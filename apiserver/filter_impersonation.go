@@ -17,6 +17,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // withImpersonation acts as another user when the request carries
@@ -63,13 +65,13 @@ func withImpersonation(next http.Handler, authz authorizer.Authorizer, logger *s
 			if reason != "" {
 				msg += ": " + reason
 			}
-			auditAnnotate(ctx, decisionAnnotation, "forbid")
-			auditAnnotate(ctx, reasonAnnotation, "impersonation refused")
+			audit.Annotate(ctx, decisionAnnotation, "forbid")
+			audit.Annotate(ctx, reasonAnnotation, "impersonation refused")
 			st := apierrors.NewForbidden(schema.GroupResource{Group: check.group, Resource: check.resource}, check.name, errors.New(msg)).Status()
 			writeStatus(w, &st)
 			return
 		}
-		auditImpersonated(ctx, want)
+		audit.LogImpersonated(ctx, want)
 		next.ServeHTTP(w, r.WithContext(request.WithUser(ctx, want)))
 	})
 }

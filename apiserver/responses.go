@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // responder writes objects and errors in the API's formats.
@@ -31,7 +33,7 @@ func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, ob
 		return
 	}
 	// The audit log records the object, not its presentation.
-	auditResponseObject(r.Context(), obj)
+	audit.LogResponseObject(r.Context(), obj)
 	if obj, err = transform(r, opts, obj, false); err != nil {
 		rs.error(w, r, err)
 		return

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
 )
 
 // notFound is kube-apiserver's answer for a path it does not serve.
@@ -221,7 +222,7 @@ func (s *Server) prepareNew(ctx context.Context, q *restRequest, obj runtime.Obj
 	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
 		accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
 	}
-	auditObjectName(ctx, accessor.GetName())
+	audit.LogObjectName(ctx, accessor.GetName())
 	// System fields are the server's to set.
 	accessor.SetUID(types.UID(uuid.NewString()))
 	accessor.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))

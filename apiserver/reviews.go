@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // review is a create-only resource that is computed, never stored:
@@ -128,7 +130,7 @@ func reviewResources() []*resource {
 			review: &review{
 				answer: func(ctx context.Context, _ *Server, _ *restRequest, obj runtime.Object) runtime.Object {
 					r := obj.(*authenticationv1.SelfSubjectReview)
-					r.Status.UserInfo = userInfo(userFrom(ctx))
+					r.Status.UserInfo = audit.UserInfo(userFrom(ctx))
 					return r
 				},
 			},

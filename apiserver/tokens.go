@@ -22,6 +22,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
 )
 
 // Token lifetimes, as kube-apiserver's: a requested expiration below the
@@ -246,7 +247,7 @@ func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Obj
 			return r
 		}
 	}
-	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(resp.User), Audiences: audiences}
+	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: audit.UserInfo(resp.User), Audiences: audiences}
 	return r
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // The stages of the write path, in the order every write takes them.
@@ -113,7 +115,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, r
 		fail(err)
 		return
 	}
-	auditRequestObject(ctx, in.audited)
+	audit.LogRequestObject(ctx, in.audited)
 
 	targets := []objectRef{{namespace: q.namespace, name: q.name}}
 	if route.targets != nil {
