@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,9 +89,18 @@ func kindString(gvk schema.GroupVersionKind) string {
 	return gvk.GroupVersion().String() + ", Kind=" + gvk.Kind
 }
 
-// decodeDeleteOptions reads the optional DeleteOptions body of a DELETE,
-// in JSON or protobuf, takes dryRun and propagationPolicy from the query
-// when the body does not set them, and validates the options as kube does.
+// decodeDeleteOptions reads the options of a DELETE as kube-apiserver's
+// handlers do: from the DeleteOptions body, in JSON or protobuf, when the
+// request has one, and then the query's options (dryRun,
+// propagationPolicy, gracePeriodSeconds, orphanDependents) count for
+// nothing; from the query when it has none. Then they are validated (422).
+//
+// A negative gracePeriodSeconds then becomes 1, as kube's
+// rest.BeforeDelete makes it: as short as it gets while still graceful, so
+// that a pod on a node is stopped by its node agent, not dropped from
+// under it. kube does it after validating the options, which accept any
+// grace period, and after checking the preconditions, which do not look at
+// it; admission then sees 1, as in kube.
 func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := readBody(r)
@@ -111,19 +121,16 @@ func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, er
 		if opts, ok = obj.(*metav1.DeleteOptions); !ok {
 			return nil, apierrors.NewBadRequest("the body of a DELETE must be DeleteOptions")
 		}
-	}
-	if v := r.URL.Query()["dryRun"]; len(v) > 0 && len(opts.DryRun) == 0 {
-		opts.DryRun = v
-	}
-	if p := r.URL.Query().Get("propagationPolicy"); p != "" && opts.PropagationPolicy == nil {
-		policy := metav1.DeletionPropagation(p)
-		opts.PropagationPolicy = &policy
+	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		// A gracePeriodSeconds or orphanDependents that does not parse.
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if err := validateDeleteOptions(opts); err != nil {
 		return nil, err
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
-		return nil, apierrors.NewBadRequest("gracePeriodSeconds must not be negative")
+		one := int64(1)
+		opts.GracePeriodSeconds = &one
 	}
 	return opts, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -181,5 +182,117 @@ func TestDeleteOptionsIgnoreUnknownFields(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the delete: %v, want NotFound", err)
+	}
+}
+
+// A DELETE takes its options from its DeleteOptions body when it has one,
+// the query's then counting for nothing, and from the query when it has
+// none, as kube-apiserver's handler reads them. A negative grace period is
+// 1, as kube's rest.BeforeDelete makes it: a pod on a node is marked to go
+// within a second, not removed.
+func TestDeleteOptionsFromBodyOrQuery(t *testing.T) {
+	ts := startServer(t)
+	c := ts.httpClient(t, admin)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	const (
+		configMap   = "configmap"
+		pod         = "pod"         // on no node
+		boundPod    = "bound pod"   // on a node: a delete waits for its node agent
+		terminating = "terminating" // a bound pod deleted already, with 30s to go
+	)
+	tests := []struct {
+		name, object, query, body string // body "": none
+		code                      int
+		want                      string // "gone", "kept" or "grace N": terminating with N seconds
+	}{
+		{name: "a body's dryRun", object: configMap, body: `{"dryRun":["All"]}`, code: 200, want: "kept"},
+		{name: "the query's dryRun without a body", object: configMap, query: "dryRun=All", code: 200, want: "kept"},
+		{name: "the query's dryRun under a body", object: configMap, query: "dryRun=All", body: `{}`, code: 200, want: "gone"},
+		{name: "the query's propagationPolicy without a body", object: configMap, query: "propagationPolicy=Sideways", code: 422, want: "kept"},
+		{name: "the query's propagationPolicy under a body", object: configMap, query: "propagationPolicy=Sideways", body: `{"kind":"DeleteOptions","apiVersion":"v1"}`, code: 200, want: "gone"},
+		{name: "the query's gracePeriodSeconds not a number", object: configMap, query: "gracePeriodSeconds=soon", code: 400, want: "kept"},
+		{name: "the query's gracePeriodSeconds without a body", object: boundPod, query: "gracePeriodSeconds=5", code: 200, want: "grace 5"},
+		{name: "the query's gracePeriodSeconds under a body", object: boundPod, query: "gracePeriodSeconds=0", body: `{"gracePeriodSeconds":7}`, code: 200, want: "grace 7"},
+		{name: "the query's gracePeriodSeconds under a body without one", object: boundPod, query: "gracePeriodSeconds=0", body: `{"propagationPolicy":"Background"}`, code: 200, want: "grace 30"},
+		{name: "a negative gracePeriodSeconds in the body", object: boundPod, body: `{"gracePeriodSeconds":-1}`, code: 200, want: "grace 1"},
+		{name: "a negative gracePeriodSeconds in the query", object: boundPod, query: "gracePeriodSeconds=-30", code: 200, want: "grace 1"},
+		{name: "a negative gracePeriodSeconds shortens a terminating pod's", object: terminating, body: `{"gracePeriodSeconds":-1}`, code: 200, want: "grace 1"},
+		{name: "a negative gracePeriodSeconds on no node", object: pod, body: `{"gracePeriodSeconds":-1}`, code: 200, want: "gone"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "del-" + strconv.Itoa(i)
+			var path string
+			var get func() (metav1.Object, error)
+			switch tt.object {
+			case configMap:
+				path = "/api/v1/namespaces/default/configmaps/" + name
+				if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				get = func() (metav1.Object, error) {
+					return cs.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
+				}
+			default:
+				path = "/api/v1/namespaces/default/pods/" + name
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+				if tt.object != pod {
+					p.Spec.NodeName = "n1"
+				}
+				if _, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if tt.object == terminating {
+					if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				get = func() (metav1.Object, error) { return cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}) }
+			}
+			url := ts.url + path
+			if tt.query != "" {
+				url += "?" + tt.query
+			}
+			before := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, url, strings.NewReader(tt.body))
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			if resp.StatusCode != tt.code {
+				t.Errorf("DELETE: %d %+v, want %d", resp.StatusCode, statusOf(t, resp), tt.code)
+			}
+			resp.Body.Close()
+
+			obj, err := get()
+			switch {
+			case tt.want == "gone":
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("after the delete: %v, want NotFound", err)
+				}
+			case err != nil:
+				t.Errorf("after the delete: %v, want it %s", err, tt.want)
+			case tt.want == "kept":
+				if obj.GetDeletionTimestamp() != nil {
+					t.Errorf("after the delete: marked for deletion at %v, want it kept", obj.GetDeletionTimestamp())
+				}
+			default:
+				grace, _ := strconv.ParseInt(strings.TrimPrefix(tt.want, "grace "), 10, 64)
+				at, got := obj.GetDeletionTimestamp(), obj.GetDeletionGracePeriodSeconds()
+				if at == nil || got == nil || *got != grace {
+					t.Fatalf("after the delete: deletion at %v, grace %v; want grace %d", at, got, grace)
+				}
+				// Marked to go grace seconds from the delete, to the second.
+				period := time.Duration(grace) * time.Second
+				if at.Time.Before(before.Add(period).Add(-time.Second)) || at.Time.After(after.Add(period)) {
+					t.Errorf("deletion at %v, want %v after the delete, between %v and %v", at.Time, period, before, after)
+				}
+			}
+		})
 	}
 }

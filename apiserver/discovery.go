@@ -144,12 +144,12 @@ func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *respo
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	w.Header().Set("Vary", "Accept")
 	if agg, ok := d.aggregated[path]; ok && wantsAggregated(r) {
-		respond.jsonAs(w, http.StatusOK, aggregatedMediaType, agg)
+		respond.jsonAs(w, r, http.StatusOK, aggregatedMediaType, agg)
 		return true
 	}
 	switch {
 	case path == "/api":
-		respond.json(w, http.StatusOK, &metav1.APIVersions{
+		respond.jsonAs(w, r, http.StatusOK, "application/json", &metav1.APIVersions{
 			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 			Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -157,21 +157,21 @@ func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *respo
 			},
 		})
 	case path == "/api/v1":
-		respond.json(w, http.StatusOK, d.versions["v1"])
+		respond.jsonAs(w, r, http.StatusOK, "application/json", d.versions["v1"])
 	case path == "/apis":
-		respond.json(w, http.StatusOK, &metav1.APIGroupList{
+		respond.jsonAs(w, r, http.StatusOK, "application/json", &metav1.APIGroupList{
 			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 			Groups:   d.groups,
 		})
 	case strings.HasPrefix(path, "/apis/"):
 		rest := strings.TrimPrefix(path, "/apis/")
 		if list, ok := d.versions[rest]; ok && strings.Contains(rest, "/") {
-			respond.json(w, http.StatusOK, list)
+			respond.jsonAs(w, r, http.StatusOK, "application/json", list)
 			return true
 		}
 		for i := range d.groups {
 			if d.groups[i].Name == rest {
-				respond.json(w, http.StatusOK, &d.groups[i])
+				respond.jsonAs(w, r, http.StatusOK, "application/json", &d.groups[i])
 				return true
 			}
 		}

@@ -22,6 +22,7 @@ type responder struct {
 	scheme *runtime.Scheme
 	codecs runtime.NegotiatedSerializer
 	logger *slog.Logger
+	gzips  gzipPool
 }
 
 // object writes obj with the status code, in the format the client asked
@@ -49,10 +50,24 @@ func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, ob
 		rs.error(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", info.MediaType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	w.Write(buf.Bytes())
+	rs.send(w, r, code, info.MediaType, buf.Bytes())
+}
+
+// send writes a body encoded in full beforehand, so that an encoding error
+// could still be answered with its Status. It is gzip-compressed when the
+// request (if any) accepts it and the body is long enough: gzipResponse
+// decides.
+func (rs *responder) send(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	gw := rs.gzips.writer(w, r != nil && acceptsGzip(r))
+	gw.WriteHeader(code)
+	// An error here is the client's connection failing: nothing can
+	// be answered on it any more.
+	gw.Write(body)
+	gw.Close()
 }
 
 // error writes err as a metav1.Status in JSON. Errors that are not API
@@ -73,6 +88,12 @@ func writeError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger,
 	writeStatus(w, &status)
 }
 
+// writeStatus writes a Status in JSON. It is never compressed, unlike in
+// kube-apiserver, where one over gzipThreshold would be: the audit filter
+// reads the Status of a failed request from the body it holds, and the
+// filters that refuse a request write theirs with no responder at hand. A
+// Status is small; one of more than 128 KiB (a strict decoding error
+// listing thousands of unknown fields) is sent plain.
 func writeStatus(w http.ResponseWriter, status *metav1.Status) {
 	status.Kind = "Status"
 	status.APIVersion = "v1"
@@ -99,23 +120,21 @@ func metaAccessor(obj runtime.Object) (metav1.Object, error) {
 	return meta.Accessor(obj)
 }
 
-// json writes a document that is only ever served as JSON: discovery,
-// version and health.
+// json writes a small document that is only ever served as JSON, without
+// the request at hand: the version. It is never compressed.
 func (rs *responder) json(w http.ResponseWriter, code int, v any) {
-	rs.jsonAs(w, code, "application/json", v)
+	rs.jsonAs(w, nil, code, "application/json", v)
 }
 
-// jsonAs writes v as JSON with the given content type.
-func (rs *responder) jsonAs(w http.ResponseWriter, code int, contentType string, v any) {
+// jsonAs writes v as JSON with the given content type, compressed if r
+// accepts it and the document is long enough: discovery.
+func (rs *responder) jsonAs(w http.ResponseWriter, r *http.Request, code int, contentType string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		writeError(context.Background(), w, rs.logger, err)
 		return
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	w.Write(body)
+	rs.send(w, r, code, contentType, body)
 }
 
 // maxWarnings bounds the Warning headers of one response. kube-apiserver
