@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // readBody reads the request body within the limit set by withLimits.
@@ -68,7 +69,7 @@ func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, validation s
 			for _, e := range strict.Errors() {
 				texts = append(texts, patch.YAMLWarnings(e)...)
 			}
-			warn(w, texts...)
+			responses.Warn(w, texts...)
 		}
 	}
 	if gvk == nil || *gvk != want {

@@ -200,10 +200,10 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 		}
 		list := q.res.newList()
 		if err := meta.SetList(list, deleted); err != nil {
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
-		s.respond.object(w, r, http.StatusOK, list)
+		s.respond.Object(w, r, http.StatusOK, list)
 	}
 	return route
 }

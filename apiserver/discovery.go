@@ -9,6 +9,8 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // Version is what /version reports. kubectl picks its own minor version
@@ -140,16 +142,16 @@ func wantsAggregated(r *http.Request) bool {
 }
 
 // serve answers a discovery path, reporting whether it was one.
-func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *responder) bool {
+func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *responses.Writer) bool {
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	w.Header().Set("Vary", "Accept")
 	if agg, ok := d.aggregated[path]; ok && wantsAggregated(r) {
-		respond.jsonAs(w, r, http.StatusOK, aggregatedMediaType, agg)
+		respond.JSONAs(w, r, http.StatusOK, aggregatedMediaType, agg)
 		return true
 	}
 	switch {
 	case path == "/api":
-		respond.jsonAs(w, r, http.StatusOK, "application/json", &metav1.APIVersions{
+		respond.JSONAs(w, r, http.StatusOK, "application/json", &metav1.APIVersions{
 			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 			Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -157,21 +159,21 @@ func (d *discovery) serve(w http.ResponseWriter, r *http.Request, respond *respo
 			},
 		})
 	case path == "/api/v1":
-		respond.jsonAs(w, r, http.StatusOK, "application/json", d.versions["v1"])
+		respond.JSONAs(w, r, http.StatusOK, "application/json", d.versions["v1"])
 	case path == "/apis":
-		respond.jsonAs(w, r, http.StatusOK, "application/json", &metav1.APIGroupList{
+		respond.JSONAs(w, r, http.StatusOK, "application/json", &metav1.APIGroupList{
 			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 			Groups:   d.groups,
 		})
 	case strings.HasPrefix(path, "/apis/"):
 		rest := strings.TrimPrefix(path, "/apis/")
 		if list, ok := d.versions[rest]; ok && strings.Contains(rest, "/") {
-			respond.jsonAs(w, r, http.StatusOK, "application/json", list)
+			respond.JSONAs(w, r, http.StatusOK, "application/json", list)
 			return true
 		}
 		for i := range d.groups {
 			if d.groups[i].Name == rest {
-				respond.jsonAs(w, r, http.StatusOK, "application/json", &d.groups[i])
+				respond.JSONAs(w, r, http.StatusOK, "application/json", &d.groups[i])
 				return true
 			}
 		}

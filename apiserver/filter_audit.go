@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -48,7 +49,7 @@ func withAudit(next http.Handler, a *auditor) http.Handler {
 func withFailedAuthenticationAudit(a *auditor) http.Handler {
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := apierrors.NewUnauthorized("Unauthorized").Status()
-		writeStatus(w, &st)
+		responses.WriteStatus(w, &st)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.serve(w, r, unauthorized)
@@ -84,7 +85,7 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 			w.Header().Del(k)
 		}
 		st := apierrors.NewInternalError(errAuditUnavailable).Status()
-		writeStatus(w, &st)
+		responses.WriteStatus(w, &st)
 		return
 	}
 	buf.flushTo(w)
@@ -110,7 +111,7 @@ func (a *auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next ht
 		if err := a.sink.Write(ev); err != nil {
 			a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
 			st := apierrors.NewInternalError(errAuditUnavailable).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return false
 		}
 		return true

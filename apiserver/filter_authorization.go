@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -42,7 +43,7 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 			logger.ErrorContext(ctx, "authorization failed", "user", attrs.GetUser().GetName(), "err", err)
 			audit.Annotate(ctx, reasonAnnotation, "authorizer error")
 			st := apierrors.NewInternalError(errors.New("the authorization decision could not be made")).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return
 		}
 		if reason == "" {
@@ -58,7 +59,7 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		}
 		gr := schema.GroupResource{Group: attrs.GetAPIGroup(), Resource: attrs.GetResource()}
 		st := apierrors.NewForbidden(gr, attrs.GetName(), errors.New(msg)).Status()
-		writeStatus(w, &st)
+		responses.WriteStatus(w, &st)
 	})
 }
 

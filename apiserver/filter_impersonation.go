@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -36,7 +37,7 @@ func withImpersonation(next http.Handler, authz authorizer.Authorizer, logger *s
 		}
 		if err != nil {
 			st := apierrors.NewBadRequest(err.Error()).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return
 		}
 		if want == nil {
@@ -68,7 +69,7 @@ func withImpersonation(next http.Handler, authz authorizer.Authorizer, logger *s
 			audit.Annotate(ctx, decisionAnnotation, "forbid")
 			audit.Annotate(ctx, reasonAnnotation, "impersonation refused")
 			st := apierrors.NewForbidden(schema.GroupResource{Group: check.group, Resource: check.resource}, check.name, errors.New(msg)).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return
 		}
 		audit.LogImpersonated(ctx, want)

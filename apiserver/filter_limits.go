@@ -6,6 +6,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // limits bound what one request may take.
@@ -32,7 +34,7 @@ func withLimits(next http.Handler, l *limits) http.Handler {
 			defer func() { <-l.inFlight }()
 		default:
 			st := apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)

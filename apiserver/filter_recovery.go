@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // withRecovery turns a panic in a handler into a 500 Status and a log
@@ -24,7 +26,7 @@ func withRecovery(next http.Handler, logger *slog.Logger) http.Handler {
 			}
 			logger.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
 			st := apierrors.NewInternalError(errors.New("an internal error occurred; see the server log")).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 		}()
 		next.ServeHTTP(w, r)
 	})

@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 func newRequestInfoResolver() *request.RequestInfoFactory {
@@ -24,7 +26,7 @@ func withRequestInfo(next http.Handler, resolver request.RequestInfoResolver) ht
 		info, err := resolver.NewRequestInfo(r)
 		if err != nil {
 			st := apierrors.NewBadRequest(fmt.Sprintf("unable to parse the request: %v", err)).Status()
-			writeStatus(w, &st)
+			responses.WriteStatus(w, &st)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(request.WithRequestInfo(r.Context(), info)))

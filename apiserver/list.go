@@ -87,12 +87,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx := r.Context()
 	sel, err := parseSelector(q, r)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	opts, err := parseListOptions(r)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	gr := q.res.groupResource()
@@ -120,11 +120,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			if opts.cont != nil {
 				msg = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
 			}
-			s.respond.error(w, r, apierrors.NewResourceExpired(msg))
+			s.respond.Error(w, r, apierrors.NewResourceExpired(msg))
 			return
 		}
 		if err != nil {
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
 		rev = page.Rev
@@ -138,7 +138,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		switch opts.resourceVersion {
 		case "":
 			if at, err = cache.CurrentRevision(ctx); err != nil {
-				s.respond.error(w, r, err)
+				s.respond.Error(w, r, err)
 				return
 			}
 		case "0":
@@ -154,26 +154,26 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		rev, err = cache.List(listCtx, prefix, at, add)
 		if err != nil {
 			if listCtx.Err() != nil && ctx.Err() == nil {
-				s.respond.error(w, r, tooLargeResourceVersion(at, cache.Revision()))
+				s.respond.Error(w, r, tooLargeResourceVersion(at, cache.Revision()))
 				return
 			}
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
 	}
 	list := q.res.newList()
 	if err := meta.SetList(list, items); err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	listMeta, err := meta.ListAccessor(list)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 	listMeta.SetContinue(next)
-	s.respond.object(w, r, http.StatusOK, list)
+	s.respond.Object(w, r, http.StatusOK, list)
 }
 
 // tooLargeResourceVersion is kube-apiserver's answer to a read at a

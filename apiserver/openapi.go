@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"slices"
@@ -92,7 +91,7 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 	case path == "/openapi/v2":
 		s.serveOpenAPIV2(w, r)
 	case path == "/openapi/v3" || path == "/openapi/v3/":
-		s.respond.document(w, r, "application/json", s.openapi.V3Index(), s.openapi.V3IndexHash(), s.openapiBuilt)
+		s.respond.Document(w, r, "application/json", s.openapi.V3Index(), s.openapi.V3IndexHash(), s.openapiBuilt)
 	default:
 		s.serveOpenAPIV3(w, r, strings.TrimPrefix(path, "/openapi/v3/"))
 	}
@@ -104,7 +103,7 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request, key string) {
 	doc, hash, ok := s.openapi.V3(key)
 	if !ok {
-		s.respond.error(w, r, notFound())
+		s.respond.Error(w, r, notFound())
 		return
 	}
 	// kube-openapi serves protobuf too, so caches must key on Accept; we
@@ -125,7 +124,7 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request, key stri
 		// "GMT" (http.ParseTime refuses it); this is the HTTP form.
 		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 	}
-	s.respond.document(w, r, "application/json", doc, hash, s.openapiBuilt)
+	s.respond.Document(w, r, "application/json", doc, hash, s.openapiBuilt)
 }
 
 // serveOpenAPIV2 answers /openapi/v2 in the first form the Accept header
@@ -155,29 +154,9 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 			}
 			// Both forms share the JSON's ETag, as in kube: Vary tells
 			// them apart.
-			s.respond.document(w, r, offer.contentType, body, s.openapi.V2Hash(), s.openapiBuilt)
+			s.respond.Document(w, r, offer.contentType, body, s.openapi.V2Hash(), s.openapiBuilt)
 			return
 		}
 	}
-	s.respond.error(w, r, negotiation.NewNotAcceptableError([]string{"application/json", mediaOpenAPIV2Protobuf}))
-}
-
-// document writes an OpenAPI document with its ETag. http.ServeContent
-// answers If-None-Match (304), HEAD and Range; a full document is
-// gzip-compressed as the responder's bodies are, when the client accepts
-// it and the document is over gzipThreshold. Either form carries the same
-// ETag, as kube-openapi's gzip handler leaves /openapi/v2's: Vary:
-// Accept-Encoding tells caches apart.
-//
-// kube differs in its thresholds: kube-openapi compresses /openapi/v2
-// from 1400 bytes (gziphandler's default) and the v3 documents not at
-// all. One threshold for every response keeps one place deciding; the
-// documents are hundreds of KiB, over either.
-func (rs *responder) document(w http.ResponseWriter, r *http.Request, contentType string, doc []byte, hash string, modified time.Time) {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Etag", strconv.Quote(hash))
-	gw := rs.gzips.writer(w, acceptsGzip(r))
-	defer gw.Close()
-	http.ServeContent(gw, r, "", modified, bytes.NewReader(doc))
+	s.respond.Error(w, r, negotiation.NewNotAcceptableError([]string{"application/json", mediaOpenAPIV2Protobuf}))
 }

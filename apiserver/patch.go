@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // patchers are the patch managers, which also track managed fields: one
@@ -180,7 +181,7 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		if err != nil {
 			return err
 		}
-		warn(w, warnings...)
+		responses.Warn(w, warnings...)
 		accessor, err := meta.Accessor(obj)
 		if err != nil {
 			return err
@@ -212,7 +213,7 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		return update(ctx, in, a)
 	}
 	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
-		s.respond.object(w, r, code, results[0])
+		s.respond.Object(w, r, code, results[0])
 	}
 	return route
 }
@@ -255,7 +256,7 @@ func applyPatch(w http.ResponseWriter, r *http.Request, m *patch.Manager, p *pat
 		return nil, err
 	}
 	// A retry finds the same problems; warn dedupes them.
-	warn(w, warnings...)
+	responses.Warn(w, warnings...)
 	if !p.conditional {
 		if accessor, err := meta.Accessor(patched); err == nil {
 			accessor.SetResourceVersion("")

@@ -37,12 +37,12 @@ func notFound() error {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
 	res, ok := s.registry.lookup(info.APIGroup, info.APIVersion, info.Resource)
 	if !ok {
-		s.respond.error(w, r, notFound())
+		s.respond.Error(w, r, notFound())
 		return
 	}
 	if info.Subresource != "" {
 		if _, ok := res.subresource(info.Subresource); !ok || info.Name == "" {
-			s.respond.error(w, r, notFound())
+			s.respond.Error(w, r, notFound())
 			return
 		}
 	}
@@ -51,18 +51,18 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		// The request info names a namespace as its own namespace;
 		// cluster-scoped objects have none.
 		if info.Resource != "namespaces" && namespace != "" {
-			s.respond.error(w, r, notFound())
+			s.respond.Error(w, r, notFound())
 			return
 		}
 		namespace = ""
 	} else if namespace == "" && info.Verb != "list" && info.Verb != "watch" {
-		s.respond.error(w, r, notFound())
+		s.respond.Error(w, r, notFound())
 		return
 	}
 	req := &restRequest{res: res, namespace: namespace, name: info.Name, subresource: info.Subresource}
 	if res.review != nil {
 		if info.Verb != "create" {
-			s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
 			return
 		}
 		s.write(w, r, req, s.reviewRoute(req))
@@ -79,7 +79,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.list(w, r, req)
 	case "create":
 		if info.Name != "" {
-			s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), "create"))
+			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), "create"))
 			return
 		}
 		s.write(w, r, req, s.createRoute(req))
@@ -94,7 +94,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	case "watch":
 		s.watch(w, r, req)
 	default:
-		s.respond.error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
 	}
 }
 
@@ -102,7 +102,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *restRequest, verb string) {
 	sub, _ := q.res.subresource(q.subresource)
 	if !slices.Contains(sub.verbs, verb) {
-		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 		return
 	}
 	switch {
@@ -123,7 +123,7 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 	case q.subresource == "scale" && verb == "patch":
 		s.write(w, r, q, s.patchScaleRoute(q))
 	default:
-		s.respond.error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
 	}
 }
 
@@ -176,10 +176,10 @@ func userFrom(ctx context.Context) user.Info {
 func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	obj, err := s.load(r.Context(), q, q.name)
 	if err != nil {
-		s.respond.error(w, r, q.storageError(err, q.name))
+		s.respond.Error(w, r, q.storageError(err, q.name))
 		return
 	}
-	s.respond.object(w, r, http.StatusOK, obj)
+	s.respond.Object(w, r, http.StatusOK, obj)
 }
 
 // createRoute is POST of a new object.

@@ -76,15 +76,15 @@ func ptrValue(p *int32) int32 {
 func (s *Server) getScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	obj := q.res.newObject()
 	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
-		s.respond.error(w, r, q.storageError(err, q.name))
+		s.respond.Error(w, r, q.storageError(err, q.name))
 		return
 	}
 	scale, err := scaleOf(obj)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
-	s.respond.object(w, r, http.StatusOK, scale)
+	s.respond.Object(w, r, http.StatusOK, scale)
 }
 
 // replicasPaths maps each API version kube-apiserver serves a scalable
@@ -217,10 +217,10 @@ func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *ht
 	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
 		out, err := scaleOf(results[0])
 		if err != nil {
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
-		s.respond.object(w, r, http.StatusOK, out)
+		s.respond.Object(w, r, http.StatusOK, out)
 	}
 	return route
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/openapi"
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
@@ -169,7 +170,7 @@ type Server struct {
 	objectInterfaces   k8sadmission.ObjectInterfaces
 	auditor            *auditor
 	limits             *limits
-	respond            *responder
+	respond            *responses.Writer
 	tlsConfig          *tls.Config
 	handler            http.Handler
 	etcd               *clientv3.Client
@@ -292,7 +293,7 @@ func New(c Config) (*Server, error) {
 			s.anonymous.paths[p] = true
 		}
 	}
-	s.respond = &responder{scheme: scheme, codecs: s.codecs, logger: c.Logger}
+	s.respond = responses.New(scheme, s.codecs, c.Logger)
 	s.tlsConfig = &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		CipherSuites: pki.CipherSuites(),
@@ -381,12 +382,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.respond.error(w, r, notFound())
+		s.respond.Error(w, r, notFound())
 		return
 	}
 	switch r.URL.Path {
 	case "/version", "/version/":
-		s.respond.json(w, http.StatusOK, Version)
+		s.respond.JSON(w, http.StatusOK, Version)
 		return
 	case "/livez", "/healthz", "/readyz":
 		s.health(w, r)
@@ -396,7 +397,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.discovery.serve(w, r, s.respond) {
-		s.respond.error(w, r, notFound())
+		s.respond.Error(w, r, notFound())
 	}
 }
 

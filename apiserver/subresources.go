@@ -52,7 +52,7 @@ func (s *Server) bindingRoute(q *restRequest) *writeRoute {
 		},
 		respond: func(w http.ResponseWriter, r *http.Request, _ []runtime.Object) {
 			// Bound: kube answers a Status of success with 201.
-			s.respond.object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+			s.respond.Object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,7 +63,7 @@ func (cr cacheReader) Bound(ctx context.Context, kind, namespace, name string) (
 	if err != nil || obj == nil {
 		return "", err
 	}
-	accessor, err := metaAccessor(obj)
+	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return "", err
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
@@ -142,26 +143,26 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	ctx := r.Context()
 	sel, err := parseSelector(q, r)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	opts, err := parseWatchOptions(r)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
-	mediaOpts, info, err := s.respond.negotiate(r)
+	mediaOpts, info, err := s.respond.Negotiate(r)
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	if info.StreamSerializer == nil {
-		s.respond.error(w, r, notAcceptable("the requested format cannot be streamed"))
+		s.respond.Error(w, r, responses.NotAcceptable("the requested format cannot be streamed"))
 		return
 	}
 	user := userFrom(ctx).GetName()
 	if !s.watches.acquire(user) {
-		s.respond.error(w, r, apierrors.NewTooManyRequests("too many watches open for this user", 1))
+		s.respond.Error(w, r, apierrors.NewTooManyRequests("too many watches open for this user", 1))
 		return
 	}
 	defer s.watches.release(user)
@@ -176,11 +177,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		// made before the watch.
 		cur, err := cache.CurrentRevision(ctx)
 		if err != nil {
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
 		if err := cache.Wait(ctx, cur); err != nil {
-			s.respond.error(w, r, err)
+			s.respond.Error(w, r, err)
 			return
 		}
 	}
@@ -192,7 +193,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			err := cache.Wait(waitCtx, from)
 			cancel()
 			if err != nil {
-				s.respond.error(w, r, tooLargeResourceVersion(from, cache.Revision()))
+				s.respond.Error(w, r, tooLargeResourceVersion(from, cache.Revision()))
 				return
 			}
 		}
@@ -204,11 +205,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	watcher, startRev, err := cache.Watch(readyCtx, prefix, from, watchBuffer)
 	cancelReady()
 	if errors.Is(err, storage.ErrExpired) {
-		s.respond.error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
+		s.respond.Error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
 		return
 	}
 	if err != nil {
-		s.respond.error(w, r, err)
+		s.respond.Error(w, r, err)
 		return
 	}
 	defer watcher.Stop()
@@ -253,7 +254,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			if typ != watch.Bookmark || !isTable {
 				// A Table watch gets one Table of one row per event,
 				// with the column definitions in the first only.
-				if obj, err = transform(r, mediaOpts, obj, isTable && headersSent); err != nil {
+				if obj, err = responses.Transform(r, mediaOpts, obj, isTable && headersSent); err != nil {
 					return err
 				}
 				headersSent = true

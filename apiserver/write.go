@@ -107,7 +107,7 @@ type writeRoute struct {
 // The request object is recorded for the audit log once decoded.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, route *writeRoute) {
 	ctx := r.Context()
-	fail := func(err error) { s.respond.error(w, r, err) }
+	fail := func(err error) { s.respond.Error(w, r, err) }
 
 	s.enter(ctx, stageDecode)
 	in, err := route.decode(w, r)
@@ -228,6 +228,6 @@ func takeRequestObject(_ context.Context, _ http.ResponseWriter, _ *http.Request
 // respondOne answers the one target's result with code.
 func (s *Server) respondOne(code int) func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
 	return func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
-		s.respond.object(w, r, code, results[0])
+		s.respond.Object(w, r, code, results[0])
 	}
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -281,7 +282,7 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			case c.verb == "create" && c.subresource == "":
 				method, url = http.MethodPost, pathOf(c.res, "")
 				obj := fixture.DeepCopyObject()
-				accessor, _ := metaAccessor(obj)
+				accessor, _ := meta.Accessor(obj)
 				accessor.SetName(name + "-new")
 				body = mustJSON(obj)
 			case c.verb == "create" && c.subresource == "binding":
@@ -355,7 +356,7 @@ func doorPatch(c writeRouteCase, fixture runtime.Object) []byte {
 		return []byte(`[{"op":"add","path":"/metadata/labels/patched","value":"yes"}]`)
 	case types.ApplyYAMLPatchType:
 		gvk := fixture.GetObjectKind().GroupVersionKind()
-		accessor, _ := metaAccessor(fixture)
+		accessor, _ := meta.Accessor(fixture)
 		return []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"labels":{"patched":"yes"}}}`, gvk.GroupVersion().String(), gvk.Kind, accessor.GetName()))
 	}
 	return []byte(`{"metadata":{"labels":{"patched":"yes"}}}`)

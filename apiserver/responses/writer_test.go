@@ -1,4 +1,4 @@
-package apiserver
+package responses
 
 import (
 	"fmt"
@@ -28,7 +28,7 @@ func TestWarn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
 			for _, texts := range tt.calls {
-				warn(w, texts...)
+				Warn(w, texts...)
 			}
 			got := w.Header().Values("Warning")
 			if len(got) != tt.count || got[0] != tt.want[0] || got[len(got)-1] != tt.want[len(tt.want)-1] {

@@ -1,4 +1,4 @@
-package apiserver
+package responses
 
 import (
 	"errors"
@@ -38,15 +38,15 @@ func (transformRestrictions) AllowsMediaTypeTransform(mimeType, mimeSubType stri
 func (transformRestrictions) AllowsServerVersion(string) bool  { return false }
 func (transformRestrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
-// negotiate picks the output format and the transformation asked for.
-func (rs *responder) negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
+// Negotiate picks the output format and the transformation asked for.
+func (rs *Writer) Negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
 	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
 }
 
-// transform turns obj (an object or a list) into what the client asked
+// Transform turns obj (an object or a list) into what the client asked
 // for: unchanged, a Table, or partial object metadata. noHeaders drops the
 // Table's column definitions (watch events after the first).
-func transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.Object, noHeaders bool) (runtime.Object, error) {
+func Transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.Object, noHeaders bool) (runtime.Object, error) {
 	target := opts.Convert
 	if target == nil {
 		return obj, nil
@@ -59,7 +59,7 @@ func transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 		}
 		table, err := printers.Table(obj, noHeaders, time.Now())
 		if err != nil {
-			return nil, notAcceptable(err.Error())
+			return nil, NotAcceptable(err.Error())
 		}
 		switch r.URL.Query().Get("includeObject") {
 		case "", string(metav1.IncludeMetadata):
@@ -85,7 +85,7 @@ func transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 	case "PartialObjectMetadata", "PartialObjectMetadataList":
 		if meta.IsListType(obj) {
 			if target.Kind != "PartialObjectMetadataList" {
-				return nil, notAcceptable("a list can only be served as PartialObjectMetadataList")
+				return nil, NotAcceptable("a list can only be served as PartialObjectMetadataList")
 			}
 			listMeta, err := meta.ListAccessor(obj)
 			if err != nil {
@@ -104,11 +104,11 @@ func transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 			return out, err
 		}
 		if target.Kind != "PartialObjectMetadata" {
-			return nil, notAcceptable("an object can only be served as PartialObjectMetadata")
+			return nil, NotAcceptable("an object can only be served as PartialObjectMetadata")
 		}
 		return partialMetadata(obj)
 	}
-	return nil, notAcceptable("unsupported transformation")
+	return nil, NotAcceptable("unsupported transformation")
 }
 
 func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
@@ -126,7 +126,7 @@ func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) 
 	}, nil
 }
 
-func notAcceptable(msg string) error {
+func NotAcceptable(msg string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusNotAcceptable,

@@ -1,4 +1,4 @@
-package apiserver
+package responses
 
 import (
 	"compress/gzip"
@@ -9,10 +9,10 @@ import (
 	"sync"
 )
 
-// gzipThreshold is kube-apiserver's defaultGzipThresholdBytes: a body of
+// GzipThreshold is kube-apiserver's defaultGzipThresholdBytes: a body of
 // this many bytes or fewer is sent plain even to a client that accepts
 // gzip, as compressing it costs the server more than it saves the wire.
-const gzipThreshold = 128 * 1024
+const GzipThreshold = 128 * 1024
 
 // acceptsGzip reports whether the client accepts a gzip-compressed body,
 // reading Accept-Encoding as kube-apiserver does: one of its
@@ -30,7 +30,7 @@ func acceptsGzip(r *http.Request) bool {
 
 // gzipPool holds gzip writers for reuse: each holds a few hundred KiB of
 // compressor state, and every response that uses one is over
-// gzipThreshold. The zero value is ready to use.
+// GzipThreshold. The zero value is ready to use.
 type gzipPool struct {
 	pool sync.Pool
 }
@@ -44,9 +44,9 @@ func (p *gzipPool) writer(w http.ResponseWriter, accepts bool) *gzipResponse {
 
 // gzipResponse decides, when the header goes out, whether the body is
 // compressed: when the client accepts gzip and the Content-Length set
-// before WriteHeader passes gzipThreshold. It is the one place that
+// before WriteHeader passes GzipThreshold. It is the one place that
 // decides, for every response whose length is known before it is written:
-// the objects and documents of the responder, which sets the length, and
+// the objects and documents of the Writer, which sets the length, and
 // the OpenAPI documents, whose length http.ServeContent sets. A response
 // without a length (a 304, a stream) is never compressed.
 //
@@ -77,7 +77,7 @@ func (g *gzipResponse) WriteHeader(code int) {
 	g.wroteHeader = true
 	h := g.Header()
 	length, err := strconv.Atoi(h.Get("Content-Length"))
-	if g.accepts && err == nil && length > gzipThreshold && code != http.StatusPartialContent && h.Get("Content-Encoding") == "" {
+	if g.accepts && err == nil && length > GzipThreshold && code != http.StatusPartialContent && h.Get("Content-Encoding") == "" {
 		g.compress = true
 		h.Del("Content-Length")
 		h.Del("Accept-Ranges")

@@ -1,4 +1,9 @@
-package apiserver
+// Package responses writes the API server's answers: objects and lists in
+// the format the client negotiated (JSON, YAML, protobuf, a Table, partial
+// object metadata), documents with their ETags, errors as metav1.Status,
+// and Warning headers; bodies over 128 KiB gzip-compressed for clients that
+// accept it, as kube-apiserver's.
+package responses
 
 import (
 	"bytes"
@@ -8,56 +13,62 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/trustplane/trustplane/audit"
 )
 
-// responder writes objects and errors in the API's formats.
-type responder struct {
+// Writer writes objects, documents and errors in the API's formats.
+type Writer struct {
 	scheme *runtime.Scheme
 	codecs runtime.NegotiatedSerializer
 	logger *slog.Logger
 	gzips  gzipPool
 }
 
-// object writes obj with the status code, in the format the client asked
+// New returns a Writer that encodes with codecs the kinds scheme knows,
+// and logs internal errors to logger.
+func New(scheme *runtime.Scheme, codecs runtime.NegotiatedSerializer, logger *slog.Logger) *Writer {
+	return &Writer{scheme: scheme, codecs: codecs, logger: logger}
+}
+
+// Object writes obj with the status code, in the format the client asked
 // for first among those served, and records it for the audit log.
-func (rs *responder) object(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	opts, info, err := rs.negotiate(r)
+func (rs *Writer) Object(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	opts, info, err := rs.Negotiate(r)
 	if err != nil {
-		rs.error(w, r, err)
+		rs.Error(w, r, err)
 		return
 	}
 	// The audit log records the object, not its presentation.
 	audit.LogResponseObject(r.Context(), obj)
-	if obj, err = transform(r, opts, obj, false); err != nil {
-		rs.error(w, r, err)
+	if obj, err = Transform(r, opts, obj, false); err != nil {
+		rs.Error(w, r, err)
 		return
 	}
 	gvks, _, err := rs.scheme.ObjectKinds(obj)
 	if err != nil {
-		rs.error(w, r, err)
+		rs.Error(w, r, err)
 		return
 	}
 	encoder := rs.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion())
 	var buf bytes.Buffer
 	if err := encoder.Encode(obj, &buf); err != nil {
-		rs.error(w, r, err)
+		rs.Error(w, r, err)
 		return
 	}
-	rs.send(w, r, code, info.MediaType, buf.Bytes())
+	rs.Send(w, r, code, info.MediaType, buf.Bytes())
 }
 
-// send writes a body encoded in full beforehand, so that an encoding error
+// Send writes a body encoded in full beforehand, so that an encoding error
 // could still be answered with its Status. It is gzip-compressed when the
 // request (if any) accepts it and the body is long enough: gzipResponse
 // decides.
-func (rs *responder) send(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
+func (rs *Writer) Send(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -70,13 +81,13 @@ func (rs *responder) send(w http.ResponseWriter, r *http.Request, code int, cont
 	gw.Close()
 }
 
-// error writes err as a metav1.Status in JSON. Errors that are not API
+// Error writes err as a metav1.Status in JSON. Errors that are not API
 // errors are internal: their text goes to the log, never to the client.
-func (rs *responder) error(w http.ResponseWriter, r *http.Request, err error) {
-	writeError(r.Context(), w, rs.logger, err)
+func (rs *Writer) Error(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(r.Context(), w, rs.logger, err)
 }
 
-func writeError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger, err error) {
+func WriteError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger, err error) {
 	var status metav1.Status
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
@@ -85,16 +96,16 @@ func writeError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger,
 		logger.ErrorContext(ctx, "internal error", "err", err)
 		status = apierrors.NewInternalError(errors.New("an internal error occurred; see the server log")).Status()
 	}
-	writeStatus(w, &status)
+	WriteStatus(w, &status)
 }
 
-// writeStatus writes a Status in JSON. It is never compressed, unlike in
-// kube-apiserver, where one over gzipThreshold would be: the audit filter
+// WriteStatus writes a Status in JSON. It is never compressed, unlike in
+// kube-apiserver, where one over GzipThreshold would be: the audit filter
 // reads the Status of a failed request from the body it holds, and the
-// filters that refuse a request write theirs with no responder at hand. A
+// filters that refuse a request write theirs with no Writer at hand. A
 // Status is small; one of more than 128 KiB (a strict decoding error
 // listing thousands of unknown fields) is sent plain.
-func writeStatus(w http.ResponseWriter, status *metav1.Status) {
+func WriteStatus(w http.ResponseWriter, status *metav1.Status) {
 	status.Kind = "Status"
 	status.APIVersion = "v1"
 	if status.Status == "" {
@@ -114,27 +125,21 @@ func writeStatus(w http.ResponseWriter, status *metav1.Status) {
 	w.Write(append(body, '\n'))
 }
 
-// metaAccessor is meta.Accessor for objects the scheme serves, which all
-// have ObjectMeta.
-func metaAccessor(obj runtime.Object) (metav1.Object, error) {
-	return meta.Accessor(obj)
-}
-
-// json writes a small document that is only ever served as JSON, without
+// JSON writes a small document that is only ever served as JSON, without
 // the request at hand: the version. It is never compressed.
-func (rs *responder) json(w http.ResponseWriter, code int, v any) {
-	rs.jsonAs(w, nil, code, "application/json", v)
+func (rs *Writer) JSON(w http.ResponseWriter, code int, v any) {
+	rs.JSONAs(w, nil, code, "application/json", v)
 }
 
-// jsonAs writes v as JSON with the given content type, compressed if r
+// JSONAs writes v as JSON with the given content type, compressed if r
 // accepts it and the document is long enough: discovery.
-func (rs *responder) jsonAs(w http.ResponseWriter, r *http.Request, code int, contentType string, v any) {
+func (rs *Writer) JSONAs(w http.ResponseWriter, r *http.Request, code int, contentType string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeError(context.Background(), w, rs.logger, err)
+		WriteError(context.Background(), w, rs.logger, err)
 		return
 	}
-	rs.send(w, r, code, contentType, body)
+	rs.Send(w, r, code, contentType, body)
 }
 
 // maxWarnings bounds the Warning headers of one response. kube-apiserver
@@ -146,13 +151,13 @@ const maxWarnings = 100
 // moreWarnings is the last Warning of a response that had more.
 const moreWarnings = "more warnings left out"
 
-// warn adds a Warning header for each text not already sent, with code 299
+// Warn adds a Warning header for each text not already sent, with code 299
 // and agent "-" as kube-apiserver's warning recorder writes them, up to
 // maxWarnings, the last of which then says that some were left out. It
 // does not count them: a text may itself sum up problems its producer
 // left out. The text is quoted, so that a field name in it cannot break
 // the header.
-func warn(w http.ResponseWriter, texts ...string) {
+func Warn(w http.ResponseWriter, texts ...string) {
 	h := w.Header()
 	sent := map[string]bool{}
 	for _, v := range h.Values("Warning") {
@@ -171,4 +176,24 @@ func warn(w http.ResponseWriter, texts ...string) {
 			h.Add("Warning", v)
 		}
 	}
+}
+
+// Document writes an OpenAPI document with its ETag. http.ServeContent
+// answers If-None-Match (304), HEAD and Range; a full document is
+// gzip-compressed as the Writer's bodies are, when the client accepts
+// it and the document is over GzipThreshold. Either form carries the same
+// ETag, as kube-openapi's gzip handler leaves /openapi/v2's: Vary:
+// Accept-Encoding tells caches apart.
+//
+// kube differs in its thresholds: kube-openapi compresses /openapi/v2
+// from 1400 bytes (gziphandler's default) and the v3 documents not at
+// all. One threshold for every response keeps one place deciding; the
+// documents are hundreds of KiB, over either.
+func (rs *Writer) Document(w http.ResponseWriter, r *http.Request, contentType string, doc []byte, hash string, modified time.Time) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Etag", strconv.Quote(hash))
+	gw := rs.gzips.writer(w, acceptsGzip(r))
+	defer gw.Close()
+	http.ServeContent(gw, r, "", modified, bytes.NewReader(doc))
 }
