@@ -1,6 +1,10 @@
 package apiserver
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/trustplane/trustplane/apiserver/filters"
+)
 
 // filter is one named stage of the request pipeline.
 type filter struct {
@@ -32,14 +36,14 @@ func buildChain(handler http.Handler, filters []filter, observe func(name string
 // comes before it, in the listener.
 func (s *Server) pipeline() []filter {
 	return []filter{
-		{"recovery", func(h http.Handler) http.Handler { return withRecovery(h, s.logger) }},
-		{"requestinfo", func(h http.Handler) http.Handler { return withRequestInfo(h, s.requestInfo) }},
+		{"recovery", func(h http.Handler) http.Handler { return filters.WithRecovery(h, s.logger) }},
+		{"requestinfo", func(h http.Handler) http.Handler { return filters.WithRequestInfo(h, s.requestInfo) }},
 		{"authentication", func(h http.Handler) http.Handler {
-			return withAuthentication(h, s.authn, s.anonymous, withFailedAuthenticationAudit(s.auditor), s.logger)
+			return filters.WithAuthentication(h, s.authn, s.anonymous, filters.WithFailedAuthenticationAudit(s.auditor), s.logger)
 		}},
-		{"audit", func(h http.Handler) http.Handler { return withAudit(h, s.auditor) }},
-		{"impersonation", func(h http.Handler) http.Handler { return withImpersonation(h, s.authz, s.logger) }},
-		{"authorization", func(h http.Handler) http.Handler { return withAuthorization(h, s.authz, s.logger) }},
-		{"limits", func(h http.Handler) http.Handler { return withLimits(h, s.limits) }},
+		{"audit", func(h http.Handler) http.Handler { return filters.WithAudit(h, s.auditor) }},
+		{"impersonation", func(h http.Handler) http.Handler { return filters.WithImpersonation(h, s.authz, s.logger) }},
+		{"authorization", func(h http.Handler) http.Handler { return filters.WithAuthorization(h, s.authz, s.logger) }},
+		{"limits", func(h http.Handler) http.Handler { return filters.WithLimits(h, s.limits) }},
 	}
 }

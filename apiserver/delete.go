@@ -20,7 +20,7 @@ import (
 func (s *Server) deleteRoute(q *restRequest) *writeRoute {
 	return &writeRoute{
 		op:   admission.Delete,
-		kind: q.res.gvk(),
+		kind: q.res.GVK(),
 		decode: func(_ http.ResponseWriter, r *http.Request) (*writeInput, error) {
 			opts, err := s.decodeDeleteOptions(r)
 			if err != nil {
@@ -59,7 +59,7 @@ func checkPreconditions(q *restRequest, a *attempt, p *metav1.Preconditions) err
 	if err != nil {
 		return err
 	}
-	gr, name := q.res.groupResource(), a.ref.name
+	gr, name := q.res.GroupResource(), a.ref.name
 	if p.UID != nil && *p.UID != accessor.GetUID() {
 		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, accessor.GetUID()))
 	}
@@ -80,8 +80,8 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts
 	}
 	rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
 	var grace int64
-	if q.res.gracePeriod != nil {
-		grace = q.res.gracePeriod(old, opts)
+	if q.res.GracePeriod != nil {
+		grace = q.res.GracePeriod(old, opts)
 	}
 	if oldAccessor.GetDeletionTimestamp() != nil {
 		// Being deleted already. A shorter grace period shortens the
@@ -139,8 +139,8 @@ func deletedStatus(q *restRequest, name string, accessor metav1.Object) *metav1.
 		Status: metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
 			Name:  name,
-			Group: q.res.gvr.Group,
-			Kind:  q.res.gvr.Resource,
+			Group: q.res.GVR.Group,
+			Kind:  q.res.GVR.Resource,
 			UID:   accessor.GetUID(),
 		},
 	}
@@ -166,7 +166,7 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 			return nil, err
 		}
 		var refs []objectRef
-		_, err = cache.List(ctx, storage.ListPrefix(q.res.groupResource(), q.namespace), rev, func(obj runtime.Object) error {
+		_, err = cache.List(ctx, storage.ListPrefix(q.res.GroupResource(), q.namespace), rev, func(obj runtime.Object) error {
 			if obj = q.served(obj); sel.matches(obj) {
 				accessor, err := meta.Accessor(obj)
 				if err != nil {
@@ -198,7 +198,7 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 				deleted = append(deleted, obj)
 			}
 		}
-		list := q.res.newList()
+		list := q.res.NewList()
 		if err := meta.SetList(list, deleted); err != nil {
 			s.respond.Error(w, r, err)
 			return
@@ -213,9 +213,9 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 // a namespace that no longer exists.
 func (s *Server) deleteStored(ctx context.Context, q *restRequest, name string, rev int64) error {
 	var prefixes []string
-	if q.res.gvr.Resource == "namespaces" && q.res.gvr.Group == "" {
-		for _, nsRes := range s.registry.namespaced() {
-			prefixes = append(prefixes, storage.ListPrefix(nsRes.groupResource(), name))
+	if q.res.GVR.Resource == "namespaces" && q.res.GVR.Group == "" {
+		for _, nsRes := range s.registry.Namespaced() {
+			prefixes = append(prefixes, storage.ListPrefix(nsRes.GroupResource(), name))
 		}
 	}
 	_, err := s.store.Delete(ctx, q.key(name), rev, prefixes...)

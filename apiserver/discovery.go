@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
@@ -37,13 +38,13 @@ type discovery struct {
 	aggregated map[string]*apidiscoveryv2.APIGroupDiscoveryList
 }
 
-func newDiscovery(reg *registry) *discovery {
+func newDiscovery(reg *registry.Registry) *discovery {
 	d := &discovery{versions: map[string]*metav1.APIResourceList{}}
 	core := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	groups := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: core.TypeMeta}
 	aggGroups := map[string]*apidiscoveryv2.APIGroupDiscovery{}
-	for _, res := range reg.all {
-		gv := res.gvr.GroupVersion()
+	for _, res := range reg.All() {
+		gv := res.GVR.GroupVersion()
 		list, ok := d.versions[gv.String()]
 		if !ok {
 			list = &metav1.APIResourceList{
@@ -62,22 +63,22 @@ func newDiscovery(reg *registry) *discovery {
 			}
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
-			Name:         res.gvr.Resource,
-			SingularName: res.singular,
-			Namespaced:   res.namespaced,
-			Kind:         res.kind,
-			Verbs:        res.verbs(),
-			ShortNames:   res.shortNames,
-			Categories:   res.categories,
+			Name:         res.GVR.Resource,
+			SingularName: res.Singular,
+			Namespaced:   res.Namespaced,
+			Kind:         res.Kind,
+			Verbs:        res.Verbs(),
+			ShortNames:   res.ShortNames,
+			Categories:   res.Categories,
 		})
-		for _, sub := range res.subresources {
+		for _, sub := range res.Subresources {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name:       res.gvr.Resource + "/" + sub.name,
-				Namespaced: res.namespaced,
-				Group:      sub.kind.Group,
-				Version:    sub.kind.Version,
-				Kind:       sub.kind.Kind,
-				Verbs:      sub.verbs,
+				Name:       res.GVR.Resource + "/" + sub.Name,
+				Namespaced: res.Namespaced,
+				Group:      sub.Kind.Group,
+				Version:    sub.Kind.Version,
+				Kind:       sub.Kind.Kind,
+				Verbs:      sub.Verbs,
 			})
 		}
 
@@ -91,23 +92,23 @@ func newDiscovery(reg *registry) *discovery {
 		}
 		v := &g.Versions[len(g.Versions)-1]
 		scope := apidiscoveryv2.ScopeCluster
-		if res.namespaced {
+		if res.Namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
 		}
 		rd := apidiscoveryv2.APIResourceDiscovery{
-			Resource:         res.gvr.Resource,
-			ResponseKind:     &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.kind},
+			Resource:         res.GVR.Resource,
+			ResponseKind:     &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.Kind},
 			Scope:            scope,
-			SingularResource: res.singular,
-			Verbs:            res.verbs(),
-			ShortNames:       res.shortNames,
-			Categories:       res.categories,
+			SingularResource: res.Singular,
+			Verbs:            res.Verbs(),
+			ShortNames:       res.ShortNames,
+			Categories:       res.Categories,
 		}
-		for _, sub := range res.subresources {
+		for _, sub := range res.Subresources {
 			rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-				Subresource:  sub.name,
-				ResponseKind: &metav1.GroupVersionKind{Group: sub.kind.Group, Version: sub.kind.Version, Kind: sub.kind.Kind},
-				Verbs:        sub.verbs,
+				Subresource:  sub.Name,
+				ResponseKind: &metav1.GroupVersionKind{Group: sub.Kind.Group, Version: sub.Kind.Version, Kind: sub.Kind.Kind},
+				Verbs:        sub.Verbs,
 			})
 		}
 		v.Resources = append(v.Resources, rd)

@@ -6,5 +6,5 @@
 // validating admission → storage in etcd.
 //
 // The chain is built in one function, buildChain, in execution order; each
-// filter is in its own file, filter_*.go.
+// filter is in its own file of package filters.
 package apiserver

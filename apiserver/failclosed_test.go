@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
 )
@@ -17,9 +18,9 @@ import (
 func TestUnsyncedAuthorizerRefuses(t *testing.T) {
 	ts := startServer(t)
 	caches := map[schema.GroupResource]*storage.Cacher{}
-	for _, res := range ts.server.registry.stored() {
+	for _, res := range ts.server.registry.Stored() {
 		// Never run: not synced.
-		caches[res.groupResource()] = newTestCacher(ts, res)
+		caches[res.GroupResource()] = newTestCacher(ts, res)
 	}
 	indexBindings(caches)
 	authz, err := rbac.New(cacheReader{store: ts.server.store, caches: caches})
@@ -33,6 +34,6 @@ func TestUnsyncedAuthorizerRefuses(t *testing.T) {
 	}
 }
 
-func newTestCacher(ts *testServer, res *resource) *storage.Cacher {
-	return storage.NewCacher(ts.server.store, res.groupResource(), res.newObject, 10, ts.server.logger)
+func newTestCacher(ts *testServer, res *registry.Resource) *storage.Cacher {
+	return storage.NewCacher(ts.server.store, res.GroupResource(), res.NewObject, 10, ts.server.logger)
 }

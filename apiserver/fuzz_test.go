@@ -9,19 +9,21 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
 // fuzzServer is just enough of a server to decode requests.
 func fuzzServer(t testing.TB) *Server {
-	scheme, err := newScheme()
+	scheme, err := registry.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := newRegistry(scheme)
+	reg, err := registry.New(scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{scheme: scheme, codecs: newCodecs(scheme), registry: reg}
+	return &Server{scheme: scheme, codecs: registry.NewCodecs(scheme), registry: reg}
 }
 
 // isClientError reports whether err is an API error with a 4xx code.
@@ -46,7 +48,7 @@ func FuzzDecodeBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, ct, res uint8, validation string) {
 		r := httptest.NewRequest(http.MethodPost, "/?fieldValidation="+url.QueryEscape(validation), bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentTypes[int(ct)%len(contentTypes)])
-		resource := s.registry.all[int(res)%len(s.registry.all)]
+		resource := s.registry.All()[int(res)%len(s.registry.All())]
 		opts, err := createOptions(r)
 		if err != nil {
 			if !isClientError(err) {
@@ -54,18 +56,18 @@ func FuzzDecodeBody(f *testing.F) {
 			}
 			return
 		}
-		obj, err := s.decodeKind(httptest.NewRecorder(), r, opts.FieldValidation, resource.gvk(), resource.newObject)
+		obj, err := s.decodeKind(httptest.NewRecorder(), r, opts.FieldValidation, resource.GVK(), resource.NewObject)
 		if err != nil {
 			if !isClientError(err) {
 				t.Fatalf("decode error is not a 4xx API error: %v", err)
 			}
 			return
 		}
-		if resource.defaults != nil {
-			resource.defaults(obj)
+		if resource.Defaults != nil {
+			resource.Defaults(obj)
 		}
-		if obj.GetObjectKind().GroupVersionKind() != resource.gvk() {
-			t.Fatalf("decoded %v for a %v URL", obj.GetObjectKind().GroupVersionKind(), resource.gvk())
+		if obj.GetObjectKind().GroupVersionKind() != resource.GVK() {
+			t.Fatalf("decoded %v for a %v URL", obj.GetObjectKind().GroupVersionKind(), resource.GVK())
 		}
 	})
 }
@@ -77,7 +79,7 @@ func FuzzSelectors(f *testing.F) {
 	f.Add("x=\\", "metadata.name=a\\,b")
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, labels, fields string) {
-		for _, res := range s.registry.all {
+		for _, res := range s.registry.All() {
 			r := httptest.NewRequest(http.MethodGet, "/?labelSelector="+url.QueryEscape(labels)+"&fieldSelector="+url.QueryEscape(fields), nil)
 			sel, err := parseSelector(&restRequest{res: res}, r)
 			if err != nil {
@@ -86,7 +88,7 @@ func FuzzSelectors(f *testing.F) {
 				}
 				continue
 			}
-			sel.matches(res.newObject())
+			sel.matches(res.NewObject())
 		}
 	})
 }

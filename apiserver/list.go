@@ -95,7 +95,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		s.respond.Error(w, r, err)
 		return
 	}
-	gr := q.res.groupResource()
+	gr := q.res.GroupResource()
 	prefix := storage.ListPrefix(gr, q.namespace)
 	var items []runtime.Object
 	add := func(obj runtime.Object) error {
@@ -114,7 +114,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		} else if opts.match == metav1.ResourceVersionMatchExact {
 			at, _ = storage.ParseResourceVersion(opts.resourceVersion)
 		}
-		page, err := s.store.ListPage(ctx, q.storedResource().groupResource(), prefix, start, at, opts.limit, q.storedResource().newObject, add)
+		page, err := s.store.ListPage(ctx, q.storedResource().GroupResource(), prefix, start, at, opts.limit, q.storedResource().NewObject, add)
 		if errors.Is(err, storage.ErrExpired) {
 			msg := fmt.Sprintf("too old resource version: %d", at)
 			if opts.cont != nil {
@@ -161,7 +161,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			return
 		}
 	}
-	list := q.res.newList()
+	list := q.res.NewList()
 	if err := meta.SetList(list, items); err != nil {
 		s.respond.Error(w, r, err)
 		return

@@ -16,27 +16,28 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/apiserver/openapi"
+	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
 // newOpenAPI builds the OpenAPI documents of the served resources.
-func newOpenAPI(reg *registry) (*openapi.Builder, error) {
+func newOpenAPI(reg *registry.Registry) (*openapi.Builder, error) {
 	var resources []openapi.Resource
-	for _, res := range reg.all {
+	for _, res := range reg.All() {
 		r := openapi.Resource{
-			GVR:        res.gvr,
-			Kind:       res.kind,
-			Namespaced: res.namespaced,
-			Verbs:      res.verbs(),
-			Object:     res.newObject(),
+			GVR:        res.GVR,
+			Kind:       res.Kind,
+			Namespaced: res.Namespaced,
+			Verbs:      res.Verbs(),
+			Object:     res.NewObject(),
 		}
 		if slices.Contains(r.Verbs, "list") {
 			// Only a listable resource has a list kind: a review's
 			// definition names its own kind alone, as kube's does.
-			r.ListKind, r.List = res.kind+"List", res.newList()
+			r.ListKind, r.List = res.Kind+"List", res.NewList()
 		}
-		for _, sub := range res.subresources {
+		for _, sub := range res.Subresources {
 			var obj runtime.Object
-			switch sub.name {
+			switch sub.Name {
 			case "scale":
 				obj = &autoscalingv1.Scale{}
 			case "binding":
@@ -44,9 +45,9 @@ func newOpenAPI(reg *registry) (*openapi.Builder, error) {
 			case "token":
 				obj = &authenticationv1.TokenRequest{}
 			default:
-				obj = res.newObject()
+				obj = res.NewObject()
 			}
-			r.Subresources = append(r.Subresources, openapi.Subresource{Name: sub.name, Object: obj, Verbs: sub.verbs})
+			r.Subresources = append(r.Subresources, openapi.Subresource{Name: sub.Name, Object: obj, Verbs: sub.Verbs})
 		}
 		resources = append(resources, r)
 	}

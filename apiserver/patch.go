@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/trustplane/trustplane/apiserver/patch"
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
@@ -37,27 +38,27 @@ type patchers struct {
 
 // newPatchers builds the patch managers over client-go's type converter,
 // and the Scale's over scaleTypes, which knows a Scale.
-func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields.TypeConverter) (*patchers, error) {
+func newPatchers(scheme *runtime.Scheme, reg *registry.Registry, scaleTypes managedfields.TypeConverter) (*patchers, error) {
 	tc := patch.NewTypeConverter(scheme)
 	p := &patchers{objects: map[schema.GroupVersionResource]*patch.Manager{}, status: map[schema.GroupVersionResource]*patch.Manager{}}
-	for _, res := range reg.all {
-		if res.review != nil {
+	for _, res := range reg.All() {
+		if res.Review != nil {
 			continue
 		}
-		m, err := patch.NewManager(scheme, tc, res.gvk(), res.newObject)
+		m, err := patch.NewManager(scheme, tc, res.GVK(), res.NewObject)
 		if err != nil {
-			return nil, fmt.Errorf("patch manager for %s: %w", res.gvk(), err)
+			return nil, fmt.Errorf("patch manager for %s: %w", res.GVK(), err)
 		}
-		p.objects[res.gvr] = m
-		if res.hasStatus() {
-			if p.status[res.gvr], err = patch.NewSubresourceManager(scheme, tc, res.gvk(), "status", res.newObject); err != nil {
-				return nil, fmt.Errorf("status patch manager for %s: %w", res.gvk(), err)
+		p.objects[res.GVR] = m
+		if res.HasStatus() {
+			if p.status[res.GVR], err = patch.NewSubresourceManager(scheme, tc, res.GVK(), "status", res.NewObject); err != nil {
+				return nil, fmt.Errorf("status patch manager for %s: %w", res.GVK(), err)
 			}
 		}
 	}
 	var err error
-	if p.scale, err = patch.NewSubresourceManager(scheme, scaleTypes, scaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} }); err != nil {
-		return nil, fmt.Errorf("patch manager for %s: %w", scaleKind, err)
+	if p.scale, err = patch.NewSubresourceManager(scheme, scaleTypes, registry.ScaleKind, "scale", func() runtime.Object { return &autoscalingv1.Scale{} }); err != nil {
+		return nil, fmt.Errorf("patch manager for %s: %w", registry.ScaleKind, err)
 	}
 	return p, nil
 }
@@ -65,9 +66,9 @@ func newPatchers(scheme *runtime.Scheme, reg *registry, scaleTypes managedfields
 // of is the manager of q's object, or of its status.
 func (p *patchers) of(q *restRequest) *patch.Manager {
 	if q.subresource == "status" {
-		return p.status[q.res.gvr]
+		return p.status[q.res.GVR]
 	}
-	return p.objects[q.res.gvr]
+	return p.objects[q.res.GVR]
 }
 
 // patchRequest is what a PATCH carries besides its URL.
@@ -192,15 +193,15 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		if accessor.GetName() != q.name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), q.name))
 		}
-		if q.res.defaults != nil {
-			q.res.defaults(obj)
+		if q.res.Defaults != nil {
+			q.res.Defaults(obj)
 		}
 		a.obj, err = s.prepareNew(ctx, q, obj, func(o runtime.Object) (runtime.Object, error) { return o, nil })
 		return err
 	}
 	route.validate = func(ctx context.Context, in *writeInput, a *attempt) error {
 		if a.op == admission.Create {
-			return validateObject(q.res, a.obj, nil)
+			return registry.ValidateObject(q.res, a.obj, nil)
 		}
 		return validate(ctx, in, a)
 	}

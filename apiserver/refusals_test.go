@@ -22,6 +22,7 @@ import (
 
 	"github.com/trustplane/trustplane/apiserver/authn/oidc"
 	"github.com/trustplane/trustplane/apiserver/authn/oidc/oidctest"
+	"github.com/trustplane/trustplane/apiserver/filters"
 	"github.com/trustplane/trustplane/pki"
 )
 
@@ -241,7 +242,7 @@ func TestEveryRefusalIsAudited(t *testing.T) {
 		if a.code == http.StatusForbidden && ev.User.Username == "" {
 			t.Errorf("%s: audit event without the refused user", a.name)
 		}
-		if a.byAuthz && (ev.Annotations[decisionAnnotation] != "forbid" || ev.Annotations[reasonAnnotation] == "") {
+		if a.byAuthz && (ev.Annotations[filters.DecisionAnnotation] != "forbid" || ev.Annotations[filters.ReasonAnnotation] == "") {
 			t.Errorf("%s: audit annotations %v, want the forbid decision and its reason", a.name, ev.Annotations)
 		}
 		if !a.byAuthz && a.code == http.StatusForbidden && (ev.ResponseStatus == nil || ev.ResponseStatus.Message == "") {
@@ -362,7 +363,7 @@ func send(t *testing.T, c *http.Client, method, url, bearer string, header http.
 	} else {
 		resp.Body.Close()
 	}
-	return resp.Header.Get(auditIDHeader), resp.StatusCode, st
+	return resp.Header.Get(filters.AuditIDHeader), resp.StatusCode, st
 }
 
 type unexpectedCode struct{ code int }

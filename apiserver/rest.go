@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/names"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 )
@@ -35,19 +36,19 @@ func notFound() error {
 
 // serveResource dispatches a resource request to its verb handler.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
-	res, ok := s.registry.lookup(info.APIGroup, info.APIVersion, info.Resource)
+	res, ok := s.registry.Lookup(info.APIGroup, info.APIVersion, info.Resource)
 	if !ok {
 		s.respond.Error(w, r, notFound())
 		return
 	}
 	if info.Subresource != "" {
-		if _, ok := res.subresource(info.Subresource); !ok || info.Name == "" {
+		if _, ok := res.Subresource(info.Subresource); !ok || info.Name == "" {
 			s.respond.Error(w, r, notFound())
 			return
 		}
 	}
 	namespace := info.Namespace
-	if !res.namespaced {
+	if !res.Namespaced {
 		// The request info names a namespace as its own namespace;
 		// cluster-scoped objects have none.
 		if info.Resource != "namespaces" && namespace != "" {
@@ -60,9 +61,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		return
 	}
 	req := &restRequest{res: res, namespace: namespace, name: info.Name, subresource: info.Subresource}
-	if res.review != nil {
+	if res.Review != nil {
 		if info.Verb != "create" {
-			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
 			return
 		}
 		s.write(w, r, req, s.reviewRoute(req))
@@ -79,7 +80,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		s.list(w, r, req)
 	case "create":
 		if info.Name != "" {
-			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), "create"))
+			s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.GroupResource(), "create"))
 			return
 		}
 		s.write(w, r, req, s.createRoute(req))
@@ -94,15 +95,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	case "watch":
 		s.watch(w, r, req)
 	default:
-		s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.groupResource(), info.Verb))
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
 	}
 }
 
 // serveSubresource dispatches a request for a subresource of an object.
 func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *restRequest, verb string) {
-	sub, _ := q.res.subresource(q.subresource)
-	if !slices.Contains(sub.verbs, verb) {
-		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+	sub, _ := q.res.Subresource(q.subresource)
+	if !slices.Contains(sub.Verbs, verb) {
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.GroupResource(), verb))
 		return
 	}
 	switch {
@@ -123,13 +124,13 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, q *res
 	case q.subresource == "scale" && verb == "patch":
 		s.write(w, r, q, s.patchScaleRoute(q))
 	default:
-		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.groupResource(), verb))
+		s.respond.Error(w, r, apierrors.NewMethodNotSupported(q.res.GroupResource(), verb))
 	}
 }
 
 // restRequest is what the verb handlers need of a resource request.
 type restRequest struct {
-	res         *resource
+	res         *registry.Resource
 	namespace   string
 	name        string
 	subresource string
@@ -147,12 +148,12 @@ func (q *restRequest) in(namespace string) *restRequest {
 }
 
 func (q *restRequest) key(name string) string {
-	return storage.Key(q.res.groupResource(), q.namespace, name)
+	return storage.Key(q.res.GroupResource(), q.namespace, name)
 }
 
 // storageError turns a storage error into the API error naming the object.
 func (q *restRequest) storageError(err error, name string) error {
-	gr := q.res.groupResource()
+	gr := q.res.GroupResource()
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
@@ -186,11 +187,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, q *restRequest) {
 func (s *Server) createRoute(q *restRequest) *writeRoute {
 	return &writeRoute{
 		op:     admission.Create,
-		kind:   q.res.gvk(),
-		decode: s.decodeCreate(q.res.gvk(), q.res.newObject),
+		kind:   q.res.GVK(),
+		decode: s.decodeCreate(q.res.GVK(), q.res.NewObject),
 		build: func(_ context.Context, _ http.ResponseWriter, r *http.Request, in *writeInput, a *attempt) error {
-			if q.res.defaults != nil {
-				q.res.defaults(in.obj)
+			if q.res.Defaults != nil {
+				q.res.Defaults(in.obj)
 			}
 			opts := in.opts.(*metav1.CreateOptions)
 			var err error
@@ -199,9 +200,11 @@ func (s *Server) createRoute(q *restRequest) *writeRoute {
 			})
 			return err
 		},
-		validate: func(_ context.Context, _ *writeInput, a *attempt) error { return validateObject(q.res, a.obj, nil) },
-		store:    s.storeNew(q),
-		respond:  s.respondOne(http.StatusCreated),
+		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
+			return registry.ValidateObject(q.res, a.obj, nil)
+		},
+		store:   s.storeNew(q),
+		respond: s.respondOne(http.StatusCreated),
 	}
 }
 
@@ -229,11 +232,11 @@ func (s *Server) prepareNew(ctx context.Context, q *restRequest, obj runtime.Obj
 	accessor.SetDeletionTimestamp(nil)
 	accessor.SetDeletionGracePeriodSeconds(nil)
 	accessor.SetGeneration(0)
-	if q.res.tracksGeneration {
+	if q.res.TracksGeneration {
 		accessor.SetGeneration(1)
 	}
-	if q.res.prepareCreate != nil {
-		q.res.prepareCreate(obj)
+	if q.res.PrepareCreate != nil {
+		q.res.PrepareCreate(obj)
 	}
 	return track(obj)
 }
@@ -255,7 +258,7 @@ func (s *Server) storeNew(q *restRequest) func(context.Context, *writeInput, *at
 
 // checkNamespace makes the object's namespace agree with the URL's.
 func checkNamespace(accessor metav1.Object, q *restRequest) error {
-	if !q.res.namespaced {
+	if !q.res.Namespaced {
 		accessor.SetNamespace("")
 		return nil
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
 // The scale subresource of Deployments and ReplicaSets, as kube-apiserver's
@@ -74,8 +76,8 @@ func ptrValue(p *int32) int32 {
 }
 
 func (s *Server) getScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
-	obj := q.res.newObject()
-	if err := s.store.Get(r.Context(), q.res.groupResource(), q.key(q.name), obj); err != nil {
+	obj := q.res.NewObject()
+	if err := s.store.Get(r.Context(), q.res.GroupResource(), q.key(q.name), obj); err != nil {
 		s.respond.Error(w, r, q.storageError(err, q.name))
 		return
 	}
@@ -112,7 +114,7 @@ func (s *Server) updateScaleRoute(q *restRequest) *writeRoute {
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeKind(w, r, opts.FieldValidation, scaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+		obj, err := s.decodeKind(w, r, opts.FieldValidation, registry.ScaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +164,7 @@ type scaleFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, curr
 // resourceVersion and managed fields go back to the object. The answer is
 // the Scale of the object written.
 func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), next scaleFunc) *writeRoute {
-	gr := q.res.groupResource()
+	gr := q.res.GroupResource()
 	merge := func(w http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
 		accessor, err := meta.Accessor(old)
 		if err != nil {
@@ -172,7 +174,7 @@ func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *ht
 		if err != nil {
 			return nil, err
 		}
-		handler := managedfields.NewScaleHandler(accessor.GetManagedFields(), q.res.gvr.GroupVersion(), replicasPaths(gr))
+		handler := managedfields.NewScaleHandler(accessor.GetManagedFields(), q.res.GVR.GroupVersion(), replicasPaths(gr))
 		// The stored managed fields are the field manager's own writing:
 		// failing to read them is the server's fault, a 500.
 		if current.ManagedFields, err = handler.ToSubresource(); err != nil {
@@ -190,7 +192,7 @@ func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *ht
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, q.name))
 		}
 		if scale.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(scaleKind.GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+			return nil, apierrors.NewInvalid(registry.ScaleKind.GroupKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
 		}
 		if scale.UID != "" && scale.UID != current.UID {
 			return nil, apierrors.NewConflict(schema.GroupResource{Group: gr.Group, Resource: gr.Resource + "/scale"}, q.name,

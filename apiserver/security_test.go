@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/trustplane/trustplane/apiserver/filters"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/pki"
 )
@@ -115,7 +116,7 @@ func TestAuthenticationAndAuthorizationRefusals(t *testing.T) {
 			t.Errorf("GET %s without credentials: %d, want 200", path, resp.StatusCode)
 		}
 		// Audited at level None, and still given an audit ID, as kube does.
-		if resp.Header.Get(auditIDHeader) == "" {
+		if resp.Header.Get(filters.AuditIDHeader) == "" {
 			t.Errorf("GET %s: no Audit-Id header", path)
 		}
 	}
@@ -245,7 +246,7 @@ func TestAuditOneEventPerRequest(t *testing.T) {
 	}
 	var got []summary
 	for _, ev := range events {
-		s := summary{verb: ev.Verb, user: ev.User.Username, decision: ev.Annotations[decisionAnnotation], code: ev.ResponseStatus.Code, level: ev.Level}
+		s := summary{verb: ev.Verb, user: ev.User.Username, decision: ev.Annotations[filters.DecisionAnnotation], code: ev.ResponseStatus.Code, level: ev.Level}
 		if ev.ObjectRef != nil {
 			s.resource = ev.ObjectRef.Resource
 		}
@@ -270,7 +271,7 @@ func TestAuditOneEventPerRequest(t *testing.T) {
 			t.Errorf("event %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if reason := events[0].Annotations[reasonAnnotation]; !strings.Contains(reason, `ClusterRoleBinding "trustplane:cluster-admins"`) {
+	if reason := events[0].Annotations[filters.ReasonAnnotation]; !strings.Contains(reason, `ClusterRoleBinding "trustplane:cluster-admins"`) {
 		t.Errorf("allow reason %q does not name the binding", reason)
 	}
 	data, _ := os.ReadFile(ts.auditLog)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
@@ -25,7 +24,9 @@ import (
 
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
+	"github.com/trustplane/trustplane/apiserver/filters"
 	"github.com/trustplane/trustplane/apiserver/openapi"
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
@@ -36,9 +37,7 @@ import (
 
 // AuditSink stores audit events. An error means the event was not stored,
 // and the request it describes is refused.
-type AuditSink interface {
-	Write(*auditv1.Event) error
-}
+type AuditSink = filters.AuditSink
 
 // Config is a validated API server configuration; see Options for the
 // flags it is built from.
@@ -150,7 +149,7 @@ type Server struct {
 	logger             *slog.Logger
 	scheme             *runtime.Scheme
 	codecs             runtime.NegotiatedSerializer
-	registry           *registry
+	registry           *registry.Registry
 	discovery          *discovery
 	openapi            *openapi.Builder
 	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
@@ -165,18 +164,19 @@ type Server struct {
 	maxTokenExpiration time.Duration
 	authz              authorizer.Authorizer
 	rbac               *rbac.Authorizer
+	reviewer           reviewer
 	mutating           k8sadmission.MutationInterface
 	validating         k8sadmission.ValidationInterface
 	objectInterfaces   k8sadmission.ObjectInterfaces
-	auditor            *auditor
-	limits             *limits
+	auditor            *filters.Auditor
+	limits             *filters.Limits
 	respond            *responses.Writer
 	tlsConfig          *tls.Config
 	handler            http.Handler
 	etcd               *clientv3.Client
 	caches             map[schema.GroupResource]*storage.Cacher
 	watches            *watchCounter
-	anonymous          *anonymousPolicy
+	anonymous          *filters.AnonymousPolicy
 	encodings          *encodingCache
 	requestTimeout     time.Duration
 	// observeWrite, when set, is told of each stage a write enters.
@@ -192,11 +192,11 @@ func New(c Config) (*Server, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
-	scheme, err := newScheme()
+	scheme, err := registry.NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	reg, err := newRegistry(scheme)
+	reg, err := registry.New(scheme)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,8 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	caches := map[schema.GroupResource]*storage.Cacher{}
-	for _, res := range reg.stored() {
-		caches[res.groupResource()] = storage.NewCacher(store, res.groupResource(), res.newObject, watchHistory, c.Logger)
+	for _, res := range reg.Stored() {
+		caches[res.GroupResource()] = storage.NewCacher(store, res.GroupResource(), res.NewObject, watchHistory, c.Logger)
 	}
 	indexBindings(caches)
 	indexPods(caches)
@@ -252,14 +252,14 @@ func New(c Config) (*Server, error) {
 	s := &Server{
 		logger:             c.Logger,
 		scheme:             scheme,
-		codecs:             newCodecs(scheme),
+		codecs:             registry.NewCodecs(scheme),
 		registry:           reg,
 		discovery:          newDiscovery(reg),
 		openapi:            docs,
 		openapiBuilt:       time.Now(),
 		patchers:           patchers,
 		store:              store,
-		requestInfo:        newRequestInfoResolver(),
+		requestInfo:        filters.NewRequestInfoResolver(),
 		authn:              authenticators.Request,
 		tokenAuthn:         authenticators.Token,
 		tokenIssuer:        c.TokenIssuer,
@@ -268,30 +268,22 @@ func New(c Config) (*Server, error) {
 		maxTokenExpiration: c.MaxTokenExpiration,
 		authz:              authz,
 		rbac:               rbacAuthz,
+		reviewer:           reviewer{Authorizer: authz, Token: authenticators.Token, rbac: rbacAuthz, logger: c.Logger},
 		mutating:           mutating,
 		validating:         validating,
 		observeWrite:       c.observeWrite,
 		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
-		auditor:            &auditor{policy: c.AuditPolicy, sink: c.AuditSink, logger: c.Logger},
-		limits: &limits{
-			maxBodyBytes: c.MaxRequestBodyBytes,
-			timeout:      c.RequestTimeout,
-			inFlight:     make(chan struct{}, c.MaxRequestsInFlight),
-		},
-		watches:        &watchCounter{max: c.MaxWatchesPerUser, byUser: map[string]int{}},
-		encodings:      newEncodingCache(4096),
-		etcd:           c.Etcd,
-		caches:         caches,
-		requestTimeout: c.RequestTimeout,
+		auditor:            filters.NewAuditor(c.AuditPolicy, c.AuditSink, c.Logger),
+		limits:             filters.NewLimits(c.MaxRequestBodyBytes, c.RequestTimeout, c.MaxRequestsInFlight),
+		watches:            &watchCounter{max: c.MaxWatchesPerUser, byUser: map[string]int{}},
+		encodings:          newEncodingCache(4096),
+		etcd:               c.Etcd,
+		caches:             caches,
+		requestTimeout:     c.RequestTimeout,
 	}
-	s.anonymous = healthOnly()
-	if c.AnonymousAll {
-		s.anonymous = &anonymousPolicy{all: true}
-	} else if len(c.AnonymousPaths) > 0 {
-		s.anonymous = &anonymousPolicy{paths: map[string]bool{}}
-		for _, p := range c.AnonymousPaths {
-			s.anonymous.paths[p] = true
-		}
+	s.anonymous = filters.HealthOnly()
+	if c.AnonymousAll || len(c.AnonymousPaths) > 0 {
+		s.anonymous = filters.NewAnonymousPolicy(c.AnonymousAll, c.AnonymousPaths)
 	}
 	s.respond = responses.New(scheme, s.codecs, c.Logger)
 	s.tlsConfig = &tls.Config{

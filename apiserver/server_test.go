@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -40,10 +41,10 @@ func TestPipelineOrder(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, ts.url+"/api/v1/namespaces", nil)
 	req.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
-	rec := &bufferedResponse{header: http.Header{}}
+	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.statusCode() != http.StatusOK {
-		t.Fatalf("status %d: %s", rec.statusCode(), rec.body.String())
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 	}
 	want := []string{"recovery", "requestinfo", "authentication", "audit", "impersonation", "authorization", "limits"}
 	if !slices.Equal(entered, want) {

@@ -60,7 +60,7 @@ func (s *Server) bindingRoute(q *restRequest) *writeRoute {
 // assignPod sets the node of the pod b binds, if it has none, retrying
 // when the pod changes meanwhile unless b names the resourceVersion.
 func (s *Server) assignPod(ctx context.Context, q *restRequest, b *corev1.Binding, dry bool) error {
-	gr := q.res.groupResource()
+	gr := q.res.GroupResource()
 	for {
 		obj, err := s.load(ctx, q, q.name)
 		if err != nil {

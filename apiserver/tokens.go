@@ -18,12 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
-	"github.com/trustplane/trustplane/audit"
 )
 
 // Token lifetimes, as kube-apiserver's: a requested expiration below the
@@ -221,46 +219,4 @@ func lowerPlural(kind string) string {
 		return "nodes"
 	}
 	return kind
-}
-
-// tokenReview answers whether a token authenticates, and as whom.
-func tokenReview(ctx context.Context, s *Server, _ *restRequest, obj runtime.Object) runtime.Object {
-	r := obj.(*authenticationv1.TokenReview)
-	reviewCtx := ctx
-	if len(r.Spec.Audiences) > 0 {
-		reviewCtx = authenticator.WithAudiences(ctx, r.Spec.Audiences)
-	}
-	resp, ok, err := s.tokenAuthn.AuthenticateToken(reviewCtx, r.Spec.Token)
-	// The token is not echoed back.
-	r.Spec.Token = ""
-	if err != nil || !ok {
-		if err != nil {
-			s.logger.InfoContext(ctx, "token review: token refused", "err", err)
-		}
-		r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not valid"}
-		return r
-	}
-	audiences := resp.Audiences
-	if len(r.Spec.Audiences) > 0 {
-		audiences = intersect(r.Spec.Audiences, resp.Audiences)
-		if len(audiences) == 0 {
-			r.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "the token is not for the requested audiences"}
-			return r
-		}
-	}
-	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: audit.UserInfo(resp.User), Audiences: audiences}
-	return r
-}
-
-func intersect(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		for _, y := range b {
-			if x == y {
-				out = append(out, x)
-				break
-			}
-		}
-	}
-	return out
 }

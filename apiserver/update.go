@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.gvk(), q.res.newObject)
+		obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.GVK(), q.res.NewObject)
 		if err != nil {
 			return nil, err
 		}
@@ -51,8 +52,8 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 		return &writeInput{obj: obj, audited: obj, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 	}
 	merge := func(_ http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
-		if q.res.defaults != nil {
-			q.res.defaults(in.obj)
+		if q.res.Defaults != nil {
+			q.res.Defaults(in.obj)
 		}
 		return s.patchers.of(q).Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	}
@@ -91,7 +92,7 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 func (s *Server) existingRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), merge mergeFunc) *writeRoute {
 	return &writeRoute{
 		op:     admission.Update,
-		kind:   q.res.gvk(),
+		kind:   q.res.GVK(),
 		decode: decode,
 		load: func(ctx context.Context, a *attempt) error {
 			old, err := s.load(ctx, q, a.ref.name)
@@ -132,7 +133,7 @@ func (s *Server) prepareUpdate(q *restRequest, a *attempt, next runtime.Object) 
 	}
 	a.conditional = wantRV != ""
 	if uid := nextAccessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
-		return apierrors.NewConflict(q.res.groupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID()))
+		return apierrors.NewConflict(q.res.GroupResource(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, oldAccessor.GetUID()))
 	}
 	if nextAccessor.GetName() != q.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nextAccessor.GetName(), q.name))
@@ -146,18 +147,18 @@ func (s *Server) prepareUpdate(q *restRequest, a *attempt, next runtime.Object) 
 	nextAccessor.SetDeletionGracePeriodSeconds(oldAccessor.GetDeletionGracePeriodSeconds())
 	nextAccessor.SetResourceVersion(oldAccessor.GetResourceVersion())
 	if q.subresource == "" {
-		if q.res.hasStatus() {
+		if q.res.HasStatus() {
 			// The status is written through its subresource only.
 			copyStatus(next, a.old)
 		}
-		if q.res.defaults != nil {
-			q.res.defaults(next)
+		if q.res.Defaults != nil {
+			q.res.Defaults(next)
 		}
-		if q.res.prepareUpdate != nil {
-			q.res.prepareUpdate(next, a.old)
+		if q.res.PrepareUpdate != nil {
+			q.res.PrepareUpdate(next, a.old)
 		}
 	}
-	if q.subresource != "status" && q.res.tracksGeneration && specChanged(next, a.old) {
+	if q.subresource != "status" && q.res.TracksGeneration && specChanged(next, a.old) {
 		nextAccessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 	}
 	a.obj = next
@@ -195,13 +196,13 @@ func (s *Server) storeUpdate(q *restRequest) func(context.Context, *writeInput, 
 
 // validateUpdate checks an update, of the object or of its status.
 func validateUpdate(q *restRequest, next, old runtime.Object) error {
-	if q.subresource == "status" && q.res.validateStatus != nil {
-		if errs := q.res.validateStatus(next, old); len(errs) > 0 {
-			return apierrors.NewInvalid(q.res.gvk().GroupKind(), q.name, errs)
+	if q.subresource == "status" && q.res.ValidateStatus != nil {
+		if errs := q.res.ValidateStatus(next, old); len(errs) > 0 {
+			return apierrors.NewInvalid(q.res.GVK().GroupKind(), q.name, errs)
 		}
 		return nil
 	}
-	return validateObject(q.res, next, old)
+	return registry.ValidateObject(q.res, next, old)
 }
 
 // gracePeriodOver reports whether nothing more waits on a deleted object:

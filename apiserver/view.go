@@ -7,39 +7,31 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-// storageView serves a resource as another kind that is stored as the
-// objects of stored, converting on every read and write, as kube-apiserver
-// serves events.k8s.io/v1 Events from core/v1 Event storage.
-type storageView struct {
-	stored     *resource
-	toStored   func(runtime.Object) runtime.Object
-	fromStored func(runtime.Object) runtime.Object
-}
-
 // storedResource is the resource whose objects hold q's.
-func (q *restRequest) storedResource() *resource {
-	if q.res.view != nil {
-		return q.res.view.stored
+func (q *restRequest) storedResource() *registry.Resource {
+	if q.res.View != nil {
+		return q.res.View.Stored
 	}
 	return q.res
 }
 
 // served converts a stored object to the served kind.
 func (q *restRequest) served(obj runtime.Object) runtime.Object {
-	if q.res.view == nil || obj == nil {
+	if q.res.View == nil || obj == nil {
 		return obj
 	}
-	return q.res.view.fromStored(obj)
+	return q.res.View.FromStored(obj)
 }
 
 // load reads the object name of q's resource.
 func (s *Server) load(ctx context.Context, q *restRequest, name string) (runtime.Object, error) {
 	stored := q.storedResource()
-	obj := stored.newObject()
-	if err := s.store.Get(ctx, stored.groupResource(), q.key(name), obj); err != nil {
+	obj := stored.NewObject()
+	if err := s.store.Get(ctx, stored.GroupResource(), q.key(name), obj); err != nil {
 		return nil, err
 	}
 	return q.served(obj), nil
@@ -62,14 +54,14 @@ func (s *Server) exists(ctx context.Context, q *restRequest, name string) (bool,
 func (s *Server) save(ctx context.Context, q *restRequest, name string, rev int64, obj runtime.Object) error {
 	stored := q.storedResource()
 	out := obj
-	if q.res.view != nil {
-		out = q.res.view.toStored(obj)
+	if q.res.View != nil {
+		out = q.res.View.ToStored(obj)
 	}
 	var err error
 	if rev == 0 {
-		err = s.store.Create(ctx, stored.groupResource(), q.key(name), out)
+		err = s.store.Create(ctx, stored.GroupResource(), q.key(name), out)
 	} else {
-		err = s.store.Update(ctx, stored.groupResource(), q.key(name), rev, out)
+		err = s.store.Update(ctx, stored.GroupResource(), q.key(name), rev, out)
 	}
 	if err != nil || out == obj {
 		return err
@@ -85,5 +77,5 @@ func (s *Server) save(ctx context.Context, q *restRequest, name string, rev int6
 
 // cache is the watch cache holding q's objects.
 func (s *Server) cache(q *restRequest) *storage.Cacher {
-	return s.caches[q.storedResource().groupResource()]
+	return s.caches[q.storedResource().GroupResource()]
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -38,7 +39,7 @@ const (
 
 // selector filters objects by label and field.
 type selector struct {
-	res    *resource
+	res    *registry.Resource
 	labels labels.Selector
 	fields fields.Selector
 }
@@ -53,7 +54,7 @@ func parseSelector(q *restRequest, r *http.Request) (*selector, error) {
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldSelector: %v", err))
 	}
-	supported := q.res.fieldLabels()
+	supported := q.res.FieldLabels()
 	for _, req := range fs.Requirements() {
 		if !supported[req.Field] {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
@@ -75,7 +76,7 @@ func (s *selector) matches(obj runtime.Object) bool {
 	if err != nil || !s.labels.Matches(labels.Set(accessor.GetLabels())) {
 		return false
 	}
-	set, err := s.res.objectFields(obj)
+	set, err := s.res.ObjectFields(obj)
 	return err == nil && s.fields.Matches(set)
 }
 
@@ -167,7 +168,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	}
 	defer s.watches.release(user)
 	cache := s.cache(q)
-	prefix := storage.ListPrefix(q.res.groupResource(), q.namespace)
+	prefix := storage.ListPrefix(q.res.GroupResource(), q.namespace)
 	if q.name != "" {
 		prefix = q.key(q.name)
 	}
@@ -270,7 +271,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		return rc.Flush()
 	}
 	bookmark := func(rev int64, initialEnd bool) error {
-		obj := q.res.newObject()
+		obj := q.res.NewObject()
 		accessor, _ := meta.Accessor(obj)
 		accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
 		if initialEnd {

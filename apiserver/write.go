@@ -143,7 +143,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, r
 				fail(err)
 				return
 			}
-			attrs := admission.NewAttributesRecord(a.obj, a.old, route.kind, a.ref.namespace, a.name(), q.res.gvr, q.subresource, a.op, in.opts, in.dry, userFrom(ctx))
+			attrs := admission.NewAttributesRecord(a.obj, a.old, route.kind, a.ref.namespace, a.name(), q.res.GVR, q.subresource, a.op, in.opts, in.dry, userFrom(ctx))
 
 			s.enter(ctx, stageMutating)
 			if s.mutating.Handles(a.op) {

@@ -29,6 +29,8 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/trustplane/trustplane/apiserver/filters"
+	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/rbac"
 )
@@ -78,14 +80,14 @@ func (l *stageLog) take() []string {
 // writeRouteCase is one write route of the registry: a verb on a resource
 // or subresource, and for a patch its type.
 type writeRouteCase struct {
-	res         *resource
+	res         *registry.Resource
 	subresource string
 	verb        string
 	patchType   types.PatchType
 }
 
 func (c writeRouteCase) String() string {
-	s := c.verb + " " + c.res.gvr.GroupResource().String()
+	s := c.verb + " " + c.res.GVR.GroupResource().String()
 	if c.subresource != "" {
 		s += "/" + c.subresource
 	}
@@ -99,9 +101,9 @@ var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollecti
 
 // writeRouteCases lists every write route the registry serves: each write
 // verb of each resource and subresource, and each patch type.
-func writeRouteCases(reg *registry) []writeRouteCase {
+func writeRouteCases(reg *registry.Registry) []writeRouteCase {
 	var out []writeRouteCase
-	add := func(res *resource, sub string, verbs metav1.Verbs) {
+	add := func(res *registry.Resource, sub string, verbs metav1.Verbs) {
 		for _, verb := range verbs {
 			if !slices.Contains(writeVerbs, verb) {
 				continue
@@ -115,10 +117,10 @@ func writeRouteCases(reg *registry) []writeRouteCase {
 			}
 		}
 	}
-	for _, res := range reg.all {
-		add(res, "", res.verbs())
-		for _, sub := range res.subresources {
-			add(res, sub.name, sub.verbs)
+	for _, res := range reg.All() {
+		add(res, "", res.Verbs())
+		for _, sub := range res.Subresources {
+			add(res, sub.Name, sub.Verbs)
 		}
 	}
 	return out
@@ -167,7 +169,7 @@ func doorFixtures() map[schema.GroupVersionKind]runtime.Object {
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}},
 		&authenticationv1.SelfSubjectReview{},
 	}
-	scheme, err := newScheme()
+	scheme, err := registry.NewScheme()
 	if err != nil {
 		panic(err)
 	}
@@ -202,28 +204,28 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 
 	// Make the objects the writes are about, as admin.
 	paths := map[schema.GroupResource]func(name string) string{}
-	for _, res := range ts.server.registry.all {
-		base := "/api/" + res.gvr.Version
-		if res.gvr.Group != "" {
-			base = "/apis/" + res.gvr.Group + "/" + res.gvr.Version
+	for _, res := range ts.server.registry.All() {
+		base := "/api/" + res.GVR.Version
+		if res.GVR.Group != "" {
+			base = "/apis/" + res.GVR.Group + "/" + res.GVR.Version
 		}
-		if res.namespaced {
+		if res.Namespaced {
 			base += "/namespaces/" + doorNS
 		}
-		base += "/" + res.gvr.Resource
-		paths[res.gvr.GroupResource()] = func(name string) string {
+		base += "/" + res.GVR.Resource
+		paths[res.GVR.GroupResource()] = func(name string) string {
 			if name == "" {
 				return ts.url + base
 			}
 			return ts.url + base + "/" + name
 		}
 	}
-	pathOf := func(res *resource, name string) string { return paths[res.gvr.GroupResource()](name) }
-	nameOf := func(res *resource) string {
-		if res.gvr.Resource == "namespaces" {
+	pathOf := func(res *registry.Resource, name string) string { return paths[res.GVR.GroupResource()](name) }
+	nameOf := func(res *registry.Resource) string {
+		if res.GVR.Resource == "namespaces" {
 			return doorNS
 		}
-		if res.gvr.Group == eventsv1.GroupName {
+		if res.GVR.Group == eventsv1.GroupName {
 			return "door-v1"
 		}
 		return "door"
@@ -242,33 +244,33 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 		}
 		return b
 	}
-	var stored []*resource
-	for _, res := range ts.server.registry.all {
-		if res.review != nil {
+	var stored []*registry.Resource
+	for _, res := range ts.server.registry.All() {
+		if res.Review != nil {
 			continue
 		}
 		stored = append(stored, res)
 	}
 	// The namespace first.
-	slices.SortStableFunc(stored, func(a, b *resource) int {
-		return boolInt(b.gvr.Resource == "namespaces") - boolInt(a.gvr.Resource == "namespaces")
+	slices.SortStableFunc(stored, func(a, b *registry.Resource) int {
+		return boolInt(b.GVR.Resource == "namespaces") - boolInt(a.GVR.Resource == "namespaces")
 	})
 	for _, res := range stored {
-		obj, ok := fixtures[res.gvk()]
+		obj, ok := fixtures[res.GVK()]
 		if !ok {
-			t.Errorf("no fixture of %s: add one to doorFixtures", res.gvk())
+			t.Errorf("no fixture of %s: add one to doorFixtures", res.GVK())
 			continue
 		}
 		if resp, body := send(adminClient, http.MethodPost, pathOf(res, ""), "application/json", mustJSON(obj)); resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create fixture %s: %d %s", res.gvk(), resp.StatusCode, body)
+			t.Fatalf("create fixture %s: %d %s", res.GVK(), resp.StatusCode, body)
 		}
 	}
 
 	for _, c := range writeRouteCases(ts.server.registry) {
 		t.Run(c.String(), func(t *testing.T) {
-			fixture, ok := fixtures[c.res.gvk()]
+			fixture, ok := fixtures[c.res.GVK()]
 			if !ok {
-				t.Fatalf("no fixture of %s: add one to doorFixtures", c.res.gvk())
+				t.Fatalf("no fixture of %s: add one to doorFixtures", c.res.GVK())
 			}
 			name := nameOf(c.res)
 			url := pathOf(c.res, name)
@@ -277,7 +279,7 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			}
 			method, contentType, body := "", "application/json", []byte(nil)
 			switch {
-			case c.res.review != nil:
+			case c.res.Review != nil:
 				method, url, body = http.MethodPost, pathOf(c.res, ""), mustJSON(fixture)
 			case c.verb == "create" && c.subresource == "":
 				method, url = http.MethodPost, pathOf(c.res, "")
@@ -324,7 +326,7 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			if want := writeStages[:len(writeStages)-1]; !slices.Equal(entered, want) {
 				t.Errorf("stages entered %q, want %q", entered, want)
 			}
-			ev := auditEventByID(t, ts.auditLog, resp.Header.Get(auditIDHeader))
+			ev := auditEventByID(t, ts.auditLog, resp.Header.Get(filters.AuditIDHeader))
 			if audit.AtLeast(ev.Level, auditv1.LevelRequest) && (ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0) {
 				t.Errorf("audit event at level %s has no request object", ev.Level)
 			}

@@ -15,7 +15,7 @@ import (
 func TestRecordLevels(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}}
 	tests := []struct {
-		level              auditv1.Level
+		level             auditv1.Level
 		request, response bool
 	}{
 		{auditv1.LevelMetadata, false, false},

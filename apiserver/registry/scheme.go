@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
-// newScheme registers the served kinds and the meta types.
-func newScheme() (*runtime.Scheme, error) {
+// NewScheme registers the served kinds and the meta types.
+func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, autoscalingv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, eventsv1.AddToScheme} {
 		if err := add(s); err != nil {
@@ -35,6 +35,6 @@ func newScheme() (*runtime.Scheme, error) {
 // kube-apiserver, each media type's Serializer drops unknown fields and
 // takes the last of duplicate keys; its StrictSerializer reports them, for
 // fieldValidation.
-func newCodecs(s *runtime.Scheme) runtime.NegotiatedSerializer {
+func NewCodecs(s *runtime.Scheme) runtime.NegotiatedSerializer {
 	return serializer.NewCodecFactory(s).WithoutConversion()
 }

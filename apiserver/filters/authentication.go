@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"log/slog"
@@ -9,27 +9,37 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// anonymousPolicy says which paths serve callers without credentials, as
+// AnonymousPolicy says which paths serve callers without credentials, as
 // system:anonymous; those requests are still authorized and audited.
-type anonymousPolicy struct {
+type AnonymousPolicy struct {
 	// all serves every path anonymously (an AuthenticationConfiguration
 	// with anonymous enabled and no conditions).
 	all   bool
 	paths map[string]bool
 }
 
-// healthOnly is the default: the health probes alone.
-func healthOnly() *anonymousPolicy {
-	return &anonymousPolicy{paths: map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}}
+// NewAnonymousPolicy serves the given paths anonymously, or every path
+// when all is set.
+func NewAnonymousPolicy(all bool, paths []string) *AnonymousPolicy {
+	p := &AnonymousPolicy{all: all, paths: map[string]bool{}}
+	for _, path := range paths {
+		p.paths[path] = true
+	}
+	return p
 }
 
-func (p *anonymousPolicy) allows(path string) bool { return p.all || p.paths[path] }
+// HealthOnly is the default: the health probes alone.
+func HealthOnly() *AnonymousPolicy {
+	return &AnonymousPolicy{paths: map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}}
+}
 
-// withAuthentication establishes who is calling. A request whose
+func (p *AnonymousPolicy) allows(path string) bool { return p.all || p.paths[path] }
+
+// WithAuthentication establishes who is calling. A request whose
 // credential is present but invalid, or that has none outside the public
 // paths, goes to failed. The credential is removed from the request once
 // it has been checked.
-func withAuthentication(next http.Handler, auth authenticator.Request, anonymous *anonymousPolicy, failed http.Handler, logger *slog.Logger) http.Handler {
+func WithAuthentication(next http.Handler, auth authenticator.Request, anonymous *AnonymousPolicy, failed http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := auth.AuthenticateRequest(r)
 		r.Header.Del("Authorization")

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"fmt"
@@ -11,17 +11,17 @@ import (
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
-func newRequestInfoResolver() *request.RequestInfoFactory {
+func NewRequestInfoResolver() *request.RequestInfoFactory {
 	return &request.RequestInfoFactory{
 		APIPrefixes:          sets.NewString("api", "apis"),
 		GrouplessAPIPrefixes: sets.NewString("api"),
 	}
 }
 
-// withRequestInfo parses what the request is about (verb, resource,
+// WithRequestInfo parses what the request is about (verb, resource,
 // namespace, name) with k8s.io/apiserver's parser and puts it in the
 // context.
-func withRequestInfo(next http.Handler, resolver request.RequestInfoResolver) http.Handler {
+func WithRequestInfo(next http.Handler, resolver request.RequestInfoResolver) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, err := resolver.NewRequestInfo(r)
 		if err != nil {

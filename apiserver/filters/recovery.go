@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
-// withRecovery turns a panic in a handler into a 500 Status and a log
+// WithRecovery turns a panic in a handler into a 500 Status and a log
 // entry, so one bad request cannot take the server down.
-func withRecovery(next http.Handler, logger *slog.Logger) http.Handler {
+func WithRecovery(next http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		growStack()
 		defer func() {

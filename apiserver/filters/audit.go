@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"bytes"
@@ -22,31 +22,38 @@ import (
 	"github.com/trustplane/trustplane/audit"
 )
 
-// auditSink stores audit events; an error means the event was not stored.
-type auditSink interface {
+// AuditSink stores audit events. An error means the event was not stored,
+// and the request it describes is refused.
+type AuditSink interface {
 	Write(*auditv1.Event) error
 }
 
-// auditor writes one ResponseComplete event per request.
-type auditor struct {
+// Auditor writes one event per request: ResponseComplete, or
+// ResponseStarted for a watch.
+type Auditor struct {
 	policy *audit.Policy
-	sink   auditSink
+	sink   AuditSink
 	logger *slog.Logger
 }
 
-// withAudit records the request in the audit log once it is complete. The
+// NewAuditor returns the Auditor of policy, writing to sink.
+func NewAuditor(policy *audit.Policy, sink AuditSink, logger *slog.Logger) *Auditor {
+	return &Auditor{policy: policy, sink: sink, logger: logger}
+}
+
+// WithAudit records the request in the audit log once it is complete. The
 // response is held until its event is written: if the event cannot be
 // written, the client gets a 500 instead, so nothing is answered that is
 // not audited.
-func withAudit(next http.Handler, a *auditor) http.Handler {
+func WithAudit(next http.Handler, a *Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.serve(w, r, next)
 	})
 }
 
-// withFailedAuthenticationAudit answers 401 for requests whose
+// WithFailedAuthenticationAudit answers 401 for requests whose
 // authentication failed, auditing them first.
-func withFailedAuthenticationAudit(a *auditor) http.Handler {
+func WithFailedAuthenticationAudit(a *Auditor) http.Handler {
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := apierrors.NewUnauthorized("Unauthorized").Status()
 		responses.WriteStatus(w, &st)
@@ -56,7 +63,7 @@ func withFailedAuthenticationAudit(a *auditor) http.Handler {
 	})
 }
 
-func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	received := metav1.NewMicroTime(time.Now())
 	ctx := r.Context()
 	attrs := attributesFrom(ctx, r)
@@ -64,7 +71,7 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	// to find the event. A client's own Audit-Id is not taken, so that one
 	// ID never names two events.
 	id := types.UID(uuid.NewString())
-	w.Header().Set(auditIDHeader, string(id))
+	w.Header().Set(AuditIDHeader, string(id))
 	level := a.policy.Level(attrs)
 	if level == auditv1.LevelNone {
 		next.ServeHTTP(w, r)
@@ -91,8 +98,8 @@ func (a *auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	buf.flushTo(w)
 }
 
-// auditIDHeader carries the request's audit ID in every audited response.
-const auditIDHeader = "Audit-Id"
+// AuditIDHeader carries the request's audit ID in every audited response.
+const AuditIDHeader = "Audit-Id"
 
 var errAuditUnavailable = auditUnavailable{}
 
@@ -104,7 +111,7 @@ func (auditUnavailable) Error() string { return "the audit log cannot be written
 // starts, with stage ResponseStarted: its body is not held, so the event is
 // written before the first byte goes out, and a failure to write it
 // refuses the request.
-func (a *auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime) {
+func (a *Auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime) {
 	sw := &streamingResponse{ResponseWriter: w, start: func(code int) bool {
 		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
 		ev.Stage = auditv1.StageResponseStarted
@@ -169,7 +176,7 @@ func isLongRunning(ctx context.Context) bool {
 	return ok && info.IsResourceRequest && info.Verb == "watch"
 }
 
-func (a *auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
+func (a *Auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
 		Stage:                    auditv1.StageResponseComplete,

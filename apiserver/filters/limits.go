@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"context"
@@ -10,17 +10,23 @@ import (
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
-// limits bound what one request may take.
-type limits struct {
+// Limits bound what one request may take.
+type Limits struct {
 	maxBodyBytes int64
 	timeout      time.Duration
 	// inFlight holds a token per request being served.
 	inFlight chan struct{}
 }
 
-// withLimits refuses requests beyond the in-flight bound with 429 and a
+// NewLimits bounds request bodies to maxBodyBytes, requests to timeout,
+// and the requests served at once to maxInFlight.
+func NewLimits(maxBodyBytes int64, timeout time.Duration, maxInFlight int) *Limits {
+	return &Limits{maxBodyBytes: maxBodyBytes, timeout: timeout, inFlight: make(chan struct{}, maxInFlight)}
+}
+
+// WithLimits refuses requests beyond the in-flight bound with 429 and a
 // Retry-After, caps the request body, and gives the request a deadline.
-func withLimits(next http.Handler, l *limits) http.Handler {
+func WithLimits(next http.Handler, l *Limits) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, l.maxBodyBytes)
 		if isLongRunning(r.Context()) {

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 // growStack grows the calling goroutine's stack in one step to what a
 // request needs. A request runs on a fresh goroutine whose small stack

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"errors"
@@ -22,12 +22,12 @@ import (
 	"github.com/trustplane/trustplane/audit"
 )
 
-// withImpersonation acts as another user when the request carries
+// WithImpersonation acts as another user when the request carries
 // Impersonate-* headers and the caller may impersonate each attribute: the
 // user (or service account), every group, the uid and every extra. Any
 // attribute the caller may not impersonate refuses the request; the headers
 // are removed either way.
-func withImpersonation(next http.Handler, authz authorizer.Authorizer, logger *slog.Logger) http.Handler {
+func WithImpersonation(next http.Handler, authz authorizer.Authorizer, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		want, err := impersonationRequest(r.Header)
 		for k := range r.Header {
@@ -66,8 +66,8 @@ func withImpersonation(next http.Handler, authz authorizer.Authorizer, logger *s
 			if reason != "" {
 				msg += ": " + reason
 			}
-			audit.Annotate(ctx, decisionAnnotation, "forbid")
-			audit.Annotate(ctx, reasonAnnotation, "impersonation refused")
+			audit.Annotate(ctx, DecisionAnnotation, "forbid")
+			audit.Annotate(ctx, ReasonAnnotation, "impersonation refused")
 			st := apierrors.NewForbidden(schema.GroupResource{Group: check.group, Resource: check.resource}, check.name, errors.New(msg)).Status()
 			responses.WriteStatus(w, &st)
 			return

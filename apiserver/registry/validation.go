@@ -1,4 +1,4 @@
-package apiserver
+package registry
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -204,14 +204,14 @@ func validateBinding(ref rbacv1.RoleRef, oldRef *rbacv1.RoleRef, subjects []rbac
 	return errs
 }
 
-// validateObject checks obj's metadata and, through the resource, the rest
+// ValidateObject checks obj's metadata and, through the resource, the rest
 // of it. old is nil on create.
-func validateObject(res *resource, obj, old runtime.Object) error {
+func ValidateObject(res *Resource, obj, old runtime.Object) error {
 	objMeta, err := meta.Accessor(obj)
 	if err != nil {
 		return err
 	}
-	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objMeta, res.namespaced, res.nameValidator, field.NewPath("metadata"))
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objMeta, res.Namespaced, res.NameValidator, field.NewPath("metadata"))
 	if old != nil {
 		oldMeta, err := meta.Accessor(old)
 		if err != nil {
@@ -219,11 +219,11 @@ func validateObject(res *resource, obj, old runtime.Object) error {
 		}
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objMeta, oldMeta, field.NewPath("metadata"))...)
 	}
-	if res.validate != nil {
-		errs = append(errs, res.validate(obj, old)...)
+	if res.Validate != nil {
+		errs = append(errs, res.Validate(obj, old)...)
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(res.gvk().GroupKind(), objMeta.GetName(), errs)
+		return apierrors.NewInvalid(res.GVK().GroupKind(), objMeta.GetName(), errs)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"errors"
@@ -17,31 +17,31 @@ import (
 // Audit annotations of the authorization decision, as kube-apiserver
 // writes them.
 const (
-	decisionAnnotation = "authorization.k8s.io/decision"
-	reasonAnnotation   = "authorization.k8s.io/reason"
+	DecisionAnnotation = "authorization.k8s.io/decision"
+	ReasonAnnotation   = "authorization.k8s.io/reason"
 	// noRuleAllows is the audited reason of a refusal no authorizer
 	// explained.
 	noRuleAllows = "no rule allows it"
 )
 
-// withAuthorization lets the request through only if the authorizer
+// WithAuthorization lets the request through only if the authorizer
 // explicitly allows it. No opinion, a denial and an authorizer error all
 // refuse it.
-func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *slog.Logger) http.Handler {
+func WithAuthorization(next http.Handler, authz authorizer.Authorizer, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		attrs := attributesFrom(ctx, r)
 		decision, reason, err := authz.Authorize(ctx, attrs)
 		if decision == authorizer.DecisionAllow {
-			audit.Annotate(ctx, decisionAnnotation, "allow")
-			audit.Annotate(ctx, reasonAnnotation, reason)
+			audit.Annotate(ctx, DecisionAnnotation, "allow")
+			audit.Annotate(ctx, ReasonAnnotation, reason)
 			next.ServeHTTP(w, r)
 			return
 		}
-		audit.Annotate(ctx, decisionAnnotation, "forbid")
+		audit.Annotate(ctx, DecisionAnnotation, "forbid")
 		if err != nil {
 			logger.ErrorContext(ctx, "authorization failed", "user", attrs.GetUser().GetName(), "err", err)
-			audit.Annotate(ctx, reasonAnnotation, "authorizer error")
+			audit.Annotate(ctx, ReasonAnnotation, "authorizer error")
 			st := apierrors.NewInternalError(errors.New("the authorization decision could not be made")).Status()
 			responses.WriteStatus(w, &st)
 			return
@@ -49,9 +49,9 @@ func withAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		if reason == "" {
 			// RBAC gives no reason for what no rule allows; the audit
 			// event still says why, the client's message stays kube's.
-			audit.Annotate(ctx, reasonAnnotation, noRuleAllows)
+			audit.Annotate(ctx, ReasonAnnotation, noRuleAllows)
 		} else {
-			audit.Annotate(ctx, reasonAnnotation, reason)
+			audit.Annotate(ctx, ReasonAnnotation, reason)
 		}
 		msg := forbiddenMessage(attrs)
 		if reason != "" {
