@@ -12,6 +12,10 @@ import (
 	"github.com/trustplane/trustplane/rbac"
 )
 
+// aggregationBuffer is how many ClusterRole events the aggregation may
+// fall behind by before its watch is cut off and started again.
+const aggregationBuffer = 1000
+
 // aggregateClusterRoles keeps the rules of every ClusterRole with an
 // aggregationRule equal to the union of the roles it selects, as kube's
 // clusterrole-aggregation controller does: after each change of a
@@ -20,7 +24,7 @@ import (
 func (s *Server) aggregateClusterRoles(ctx context.Context) {
 	cache := s.caches[clusterRolesGR]
 	for ctx.Err() == nil {
-		w, _, err := cache.Watch(ctx, storage.ListPrefix(clusterRolesGR, ""), 0, watchBuffer)
+		w, _, err := cache.Watch(ctx, storage.ListPrefix(clusterRolesGR, ""), 0, aggregationBuffer)
 		if err != nil {
 			select {
 			case <-ctx.Done():

@@ -21,6 +21,10 @@ import (
 	"github.com/trustplane/trustplane/rbac"
 )
 
+// maxUpdateAttempts bounds retries of a server-side reconciliation that
+// races with other writers.
+const maxUpdateAttempts = 5
+
 // autoupdateAnnotation marks a bootstrap object the server may add
 // missing rules and subjects to; set it to "false" to keep an object as
 // edited.

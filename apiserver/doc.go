@@ -1,10 +1,17 @@
-// Package apiserver is trustplane's Kubernetes-compatible API server: an
-// HTTPS server whose every request passes the same visible chain of
-// filters (panic recovery, request info, authentication, audit,
-// impersonation, authorization, limits); every write then takes one path,
-// Server.write: decode → defaults → mutating admission → validation →
-// validating admission → storage in etcd.
+// Package apiserver is trustplane's Kubernetes-compatible API server. Its
+// request pipeline reads from two functions:
 //
-// The chain is built in one function, buildChain, in execution order; each
-// filter is in its own file of package filters.
+//   - Server.pipeline (chain.go): the filters every request passes, in
+//     execution order: panic recovery, request info, authentication,
+//     audit, impersonation, authorization, limits (package filters);
+//   - Handler.write (handlers/write.go): the one path every write takes,
+//     whatever its verb or subresource: decode → defaults → mutating
+//     admission → validation → validating admission → storage.
+//
+// The served resources and their strategies are package registry's; the
+// answers are written by package responses. This package holds the server
+// itself: its options and configuration, the pipeline, discovery, the
+// OpenAPI documents, the admission chains, the bootstrap objects and the
+// readers that give the authorizers and admission plugins the watch
+// caches.
 package apiserver

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trustplane/trustplane/apiserver/openapi"
 	"github.com/trustplane/trustplane/apiserver/registry"
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // newOpenAPI builds the OpenAPI documents of the served resources.
@@ -104,7 +105,7 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request, key string) {
 	doc, hash, ok := s.openapi.V3(key)
 	if !ok {
-		s.respond.Error(w, r, notFound())
+		s.respond.Error(w, r, responses.NotFound())
 		return
 	}
 	// kube-openapi serves protobuf too, so caches must key on Accept; we

@@ -3,15 +3,20 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/trustplane/trustplane/admission"
+	"github.com/trustplane/trustplane/apiserver/authn"
+	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
 	"github.com/trustplane/trustplane/rbac/node"
@@ -219,3 +224,61 @@ func (cr cacheReader) GetRole(ctx context.Context, namespace, name string) (*rba
 	}
 	return obj.(*rbacv1.Role), nil
 }
+
+var _ authn.ObjectGetter = cacheReader{}
+
+// ServiceAccount reads a service account from its cache and, when the cache
+// does not have it yet, from etcd.
+func (cr cacheReader) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	obj, err := cr.object(ctx, serviceAccountsGR, namespace, name, func() runtime.Object { return &corev1.ServiceAccount{} })
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
+}
+
+// Bound returns the uid of the Pod, Secret or Node a token is bound to.
+func (cr cacheReader) Bound(ctx context.Context, kind, namespace, name string) (types.UID, error) {
+	var gr schema.GroupResource
+	var newObj func() runtime.Object
+	switch kind {
+	case serviceaccount.KindPod:
+		gr, newObj = schema.GroupResource{Resource: "pods"}, func() runtime.Object { return &corev1.Pod{} }
+	case serviceaccount.KindSecret:
+		gr, newObj = schema.GroupResource{Resource: "secrets"}, func() runtime.Object { return &corev1.Secret{} }
+	case serviceaccount.KindNode:
+		gr, newObj = schema.GroupResource{Resource: "nodes"}, func() runtime.Object { return &corev1.Node{} }
+	default:
+		return "", fmt.Errorf("tokens cannot be bound to a %s", kind)
+	}
+	obj, err := cr.object(ctx, gr, namespace, name, newObj)
+	if err != nil || obj == nil {
+		return "", err
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return accessor.GetUID(), nil
+}
+
+// object reads an object from its cache, falling back to etcd for one the
+// cache does not have yet; (nil, nil) when it does not exist.
+func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, namespace, name string, newObj func() runtime.Object) (runtime.Object, error) {
+	key := storage.Key(gr, namespace, name)
+	// A cache that is slow to catch up with this server's writes leaves
+	// the read to etcd.
+	if cache := cr.caches[gr]; cache.Ready() && cache.CatchUp(ctx) == nil {
+		if obj, err := cache.Get(ctx, key, -1); err == nil && obj != nil {
+			return obj, nil
+		}
+	}
+	obj := newObj()
+	err := cr.store.Get(ctx, gr, key, obj)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}

@@ -85,7 +85,7 @@ func TestScaleServerSideApply(t *testing.T) {
 			code: 422, message: `Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0`,
 			replicas: 2, owners: []string{"scaler/Apply/scale"}},
 		{name: "apply with a stale resourceVersion", method: "PATCH", contentType: apply, query: "?fieldManager=scaler", body: fmt.Sprintf(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web","resourceVersion":%q},"spec":{"replicas":9}}`, created.ResourceVersion),
-			code: 409, message: `Operation cannot be fulfilled on deployments.apps "web": ` + optimisticLockMsg,
+			code: 409, message: `Operation cannot be fulfilled on deployments.apps "web": ` + "the object has been modified; please apply your changes to the latest version and try again",
 			replicas: 2, owners: []string{"scaler/Apply/scale"}},
 		{name: "PUT with another uid", method: "PUT", contentType: "application/json", body: `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web","uid":"6c3b5a8e-0000-4000-8000-000000000000"},"spec":{"replicas":9}}`,
 			code: 409, message: fmt.Sprintf(`Operation cannot be fulfilled on deployments/scale.apps "web": Precondition failed: UID in precondition: 6c3b5a8e-0000-4000-8000-000000000000, UID in object meta: %s`, created.UID),

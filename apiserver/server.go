@@ -25,6 +25,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/filters"
+	"github.com/trustplane/trustplane/apiserver/handlers"
 	"github.com/trustplane/trustplane/apiserver/openapi"
 	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
@@ -114,8 +115,8 @@ func (c *Config) validate() error {
 	if len(c.APIAudiences) == 0 {
 		errs = append(errs, errors.New("API audiences are not set"))
 	}
-	if c.MaxTokenExpiration < MinTokenExpiration {
-		errs = append(errs, fmt.Errorf("max token expiration %s is below the minimum %s", c.MaxTokenExpiration, MinTokenExpiration))
+	if c.MaxTokenExpiration < handlers.MinTokenExpiration {
+		errs = append(errs, fmt.Errorf("max token expiration %s is below the minimum %s", c.MaxTokenExpiration, handlers.MinTokenExpiration))
 	}
 	if c.AuditPolicy == nil {
 		errs = append(errs, errors.New("audit policy is not set"))
@@ -146,41 +147,30 @@ func (c *Config) validate() error {
 
 // Server is the API server.
 type Server struct {
-	logger             *slog.Logger
-	scheme             *runtime.Scheme
-	codecs             runtime.NegotiatedSerializer
-	registry           *registry.Registry
-	discovery          *discovery
-	openapi            *openapi.Builder
-	openapiBuilt       time.Time // the Last-Modified of the OpenAPI documents
-	patchers           *patchers
-	store              *storage.Store
-	requestInfo        request.RequestInfoResolver
-	authn              authenticator.Request
-	tokenAuthn         authenticator.Token
-	tokenIssuer        *serviceaccount.Issuer
-	apiAudiences       []string
-	reader             cacheReader
-	maxTokenExpiration time.Duration
-	authz              authorizer.Authorizer
-	rbac               *rbac.Authorizer
-	reviewer           reviewer
-	mutating           k8sadmission.MutationInterface
-	validating         k8sadmission.ValidationInterface
-	objectInterfaces   k8sadmission.ObjectInterfaces
-	auditor            *filters.Auditor
-	limits             *filters.Limits
-	respond            *responses.Writer
-	tlsConfig          *tls.Config
-	handler            http.Handler
-	etcd               *clientv3.Client
-	caches             map[schema.GroupResource]*storage.Cacher
-	watches            *watchCounter
-	anonymous          *filters.AnonymousPolicy
-	encodings          *encodingCache
-	requestTimeout     time.Duration
-	// observeWrite, when set, is told of each stage a write enters.
-	observeWrite func(ctx context.Context, stage string)
+	logger         *slog.Logger
+	scheme         *runtime.Scheme
+	codecs         runtime.NegotiatedSerializer
+	registry       *registry.Registry
+	discovery      *discovery
+	openapi        *openapi.Builder
+	openapiBuilt   time.Time // the Last-Modified of the OpenAPI documents
+	store          *storage.Store
+	requestInfo    request.RequestInfoResolver
+	authn          authenticator.Request
+	tokenAuthn     authenticator.Token
+	reader         cacheReader
+	authz          authorizer.Authorizer
+	rbac           *rbac.Authorizer
+	auditor        *filters.Auditor
+	limits         *filters.Limits
+	respond        *responses.Writer
+	tlsConfig      *tls.Config
+	handler        http.Handler
+	resources      *handlers.Handler
+	etcd           *clientv3.Client
+	caches         map[schema.GroupResource]*storage.Cacher
+	anonymous      *filters.AnonymousPolicy
+	requestTimeout time.Duration
 }
 
 // watchHistory is how many events each watch cache remembers for watches
@@ -220,10 +210,6 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	patchers, err := newPatchers(scheme, reg, scaleTypes)
-	if err != nil {
-		return nil, err
-	}
 	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, OIDC: c.OIDC})
 	if err != nil {
 		return nil, err
@@ -249,43 +235,57 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	codecs := registry.NewCodecs(scheme)
+	respond := responses.New(scheme, codecs, c.Logger)
+	resources, err := handlers.New(handlers.Config{
+		Scheme:             scheme,
+		Codecs:             codecs,
+		Registry:           reg,
+		Store:              store,
+		Caches:             caches,
+		ScaleTypes:         scaleTypes,
+		Mutating:           mutating,
+		Validating:         validating,
+		Reviewer:           reviewer{Authorizer: authz, Token: authenticators.Token, rbac: rbacAuthz, logger: c.Logger},
+		TokenIssuer:        c.TokenIssuer,
+		TokenObjects:       reader,
+		APIAudiences:       c.APIAudiences,
+		MaxTokenExpiration: c.MaxTokenExpiration,
+		MaxWatchesPerUser:  c.MaxWatchesPerUser,
+		Responses:          respond,
+		Logger:             c.Logger,
+		Observe:            c.observeWrite,
+	})
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		logger:             c.Logger,
-		scheme:             scheme,
-		codecs:             registry.NewCodecs(scheme),
-		registry:           reg,
-		discovery:          newDiscovery(reg),
-		openapi:            docs,
-		openapiBuilt:       time.Now(),
-		patchers:           patchers,
-		store:              store,
-		requestInfo:        filters.NewRequestInfoResolver(),
-		authn:              authenticators.Request,
-		tokenAuthn:         authenticators.Token,
-		tokenIssuer:        c.TokenIssuer,
-		apiAudiences:       c.APIAudiences,
-		reader:             reader,
-		maxTokenExpiration: c.MaxTokenExpiration,
-		authz:              authz,
-		rbac:               rbacAuthz,
-		reviewer:           reviewer{Authorizer: authz, Token: authenticators.Token, rbac: rbacAuthz, logger: c.Logger},
-		mutating:           mutating,
-		validating:         validating,
-		observeWrite:       c.observeWrite,
-		objectInterfaces:   k8sadmission.NewObjectInterfacesFromScheme(scheme),
-		auditor:            filters.NewAuditor(c.AuditPolicy, c.AuditSink, c.Logger),
-		limits:             filters.NewLimits(c.MaxRequestBodyBytes, c.RequestTimeout, c.MaxRequestsInFlight),
-		watches:            &watchCounter{max: c.MaxWatchesPerUser, byUser: map[string]int{}},
-		encodings:          newEncodingCache(4096),
-		etcd:               c.Etcd,
-		caches:             caches,
-		requestTimeout:     c.RequestTimeout,
+		logger:         c.Logger,
+		scheme:         scheme,
+		codecs:         codecs,
+		registry:       reg,
+		discovery:      newDiscovery(reg),
+		openapi:        docs,
+		openapiBuilt:   time.Now(),
+		store:          store,
+		requestInfo:    filters.NewRequestInfoResolver(),
+		authn:          authenticators.Request,
+		tokenAuthn:     authenticators.Token,
+		reader:         reader,
+		authz:          authz,
+		rbac:           rbacAuthz,
+		auditor:        filters.NewAuditor(c.AuditPolicy, c.AuditSink, c.Logger),
+		limits:         filters.NewLimits(c.MaxRequestBodyBytes, c.RequestTimeout, c.MaxRequestsInFlight),
+		etcd:           c.Etcd,
+		caches:         caches,
+		requestTimeout: c.RequestTimeout,
+		resources:      resources,
+		respond:        respond,
 	}
 	s.anonymous = filters.HealthOnly()
 	if c.AnonymousAll || len(c.AnonymousPaths) > 0 {
 		s.anonymous = filters.NewAnonymousPolicy(c.AnonymousAll, c.AnonymousPaths)
 	}
-	s.respond = responses.New(scheme, s.codecs, c.Logger)
 	s.tlsConfig = &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		CipherSuites: pki.CipherSuites(),
@@ -370,11 +370,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	info, _ := request.RequestInfoFrom(r.Context())
 	if info != nil && info.IsResourceRequest {
-		s.serveResource(w, r, info)
+		s.resources.ServeResource(w, r, info)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s.respond.Error(w, r, notFound())
+		s.respond.Error(w, r, responses.NotFound())
 		return
 	}
 	switch r.URL.Path {
@@ -389,7 +389,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.discovery.serve(w, r, s.respond) {
-		s.respond.Error(w, r, notFound())
+		s.respond.Error(w, r, responses.NotFound())
 	}
 }
 

@@ -129,7 +129,7 @@ func TestWatchListSendsInitialEventsThenBookmark(t *testing.T) {
 		}
 		types = append(types, ev.Type)
 		if ev.Type == "BOOKMARK" {
-			if ev.Object.Annotations[initialEventsEnd] != "true" || ev.Object.ResourceVersion == "" {
+			if ev.Object.Annotations[metav1.InitialEventsAnnotationKey] != "true" || ev.Object.ResourceVersion == "" {
 				t.Errorf("bookmark %+v lacks the initial-events-end annotation or a resourceVersion", ev.Object.ObjectMeta)
 			}
 			break

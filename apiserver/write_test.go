@@ -30,6 +30,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/trustplane/trustplane/apiserver/filters"
+	"github.com/trustplane/trustplane/apiserver/handlers"
 	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/rbac"
@@ -323,7 +324,7 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(st.Message, refusal) {
 				t.Fatalf("%s %s: %d %s; want 403 from the refusing admission plugin", method, url, resp.StatusCode, got)
 			}
-			if want := writeStages[:len(writeStages)-1]; !slices.Equal(entered, want) {
+			if want := handlers.Stages()[:len(handlers.Stages())-1]; !slices.Equal(entered, want) {
 				t.Errorf("stages entered %q, want %q", entered, want)
 			}
 			ev := auditEventByID(t, ts.auditLog, resp.Header.Get(filters.AuditIDHeader))

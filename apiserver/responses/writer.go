@@ -197,3 +197,13 @@ func (rs *Writer) Document(w http.ResponseWriter, r *http.Request, contentType s
 	defer gw.Close()
 	http.ServeContent(gw, r, "", modified, bytes.NewReader(doc))
 }
+
+// NotFound is kube-apiserver's answer for a path it does not serve.
+func NotFound() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotFound,
+		Reason:  metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+	}}
+}

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -32,8 +32,10 @@ const (
 	stageStorage = "storage"
 )
 
-// writeStages are the stages in order, for tests.
-var writeStages = []string{stageDecode, stageDefaults, stageMutating, stageValidation, stageValidating, stageStorage}
+// Stages are the stages of the write path, in order.
+func Stages() []string {
+	return []string{stageDecode, stageDefaults, stageMutating, stageValidation, stageValidating, stageStorage}
+}
 
 // writeInput is what the decode stage reads from a write request.
 type writeInput struct {
@@ -105,11 +107,11 @@ type writeRoute struct {
 // validating admission → storage, with the last five again for each
 // target and each retry of an update that raced with another writer.
 // The request object is recorded for the audit log once decoded.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, route *writeRoute) {
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, q *scope, route *writeRoute) {
 	ctx := r.Context()
-	fail := func(err error) { s.respond.Error(w, r, err) }
+	fail := func(err error) { h.respond.Error(w, r, err) }
 
-	s.enter(ctx, stageDecode)
+	h.enter(ctx, stageDecode)
 	in, err := route.decode(w, r)
 	if err != nil {
 		fail(err)
@@ -138,36 +140,36 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, r
 				}
 			}
 
-			s.enter(ctx, stageDefaults)
+			h.enter(ctx, stageDefaults)
 			if err := route.build(ctx, w, r, in, a); err != nil {
 				fail(err)
 				return
 			}
 			attrs := admission.NewAttributesRecord(a.obj, a.old, route.kind, a.ref.namespace, a.name(), q.res.GVR, q.subresource, a.op, in.opts, in.dry, userFrom(ctx))
 
-			s.enter(ctx, stageMutating)
-			if s.mutating.Handles(a.op) {
-				if err := s.mutating.Admit(ctx, attrs, s.objectInterfaces); err != nil {
+			h.enter(ctx, stageMutating)
+			if h.mutating.Handles(a.op) {
+				if err := h.mutating.Admit(ctx, attrs, h.objectInterfaces); err != nil {
 					fail(err)
 					return
 				}
 			}
 
-			s.enter(ctx, stageValidation)
+			h.enter(ctx, stageValidation)
 			if err := route.validate(ctx, in, a); err != nil {
 				fail(err)
 				return
 			}
 
-			s.enter(ctx, stageValidating)
-			if s.validating.Handles(a.op) {
-				if err := s.validating.Validate(ctx, attrs, s.objectInterfaces); err != nil {
+			h.enter(ctx, stageValidating)
+			if h.validating.Handles(a.op) {
+				if err := h.validating.Validate(ctx, attrs, h.objectInterfaces); err != nil {
 					fail(err)
 					return
 				}
 			}
 
-			s.enter(ctx, stageStorage)
+			h.enter(ctx, stageStorage)
 			out, err := route.store(ctx, in, a)
 			if errors.Is(err, errRetry) && ctx.Err() == nil {
 				continue
@@ -184,9 +186,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, q *restRequest, r
 }
 
 // enter tells the observer, if any, that a write enters a stage.
-func (s *Server) enter(ctx context.Context, stage string) {
-	if s.observeWrite != nil {
-		s.observeWrite(ctx, stage)
+func (h *Handler) enter(ctx context.Context, stage string) {
+	if h.observeWrite != nil {
+		h.observeWrite(ctx, stage)
 	}
 }
 
@@ -204,13 +206,13 @@ func (a *attempt) name() string {
 
 // decodeCreate is the decode stage of a POST of one object of kind: its
 // options, then its body.
-func (s *Server) decodeCreate(kind schema.GroupVersionKind, newObject func() runtime.Object) func(http.ResponseWriter, *http.Request) (*writeInput, error) {
+func (h *Handler) decodeCreate(kind schema.GroupVersionKind, newObject func() runtime.Object) func(http.ResponseWriter, *http.Request) (*writeInput, error) {
 	return func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
 		opts, err := createOptions(r)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeKind(w, r, opts.FieldValidation, kind, newObject)
+		obj, err := h.decodeKind(w, r, opts.FieldValidation, kind, newObject)
 		if err != nil {
 			return nil, err
 		}
@@ -226,8 +228,8 @@ func takeRequestObject(_ context.Context, _ http.ResponseWriter, _ *http.Request
 }
 
 // respondOne answers the one target's result with code.
-func (s *Server) respondOne(code int) func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
+func (h *Handler) respondOne(code int) func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
 	return func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
-		s.respond.Object(w, r, code, results[0])
+		h.respond.Object(w, r, code, results[0])
 	}
 }

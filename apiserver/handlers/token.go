@@ -1,27 +1,23 @@
-package apiserver
+package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
-	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
 // Token lifetimes, as kube-apiserver's: a requested expiration below the
@@ -31,72 +27,14 @@ const (
 	DefaultTokenExpiration = time.Hour
 )
 
-var _ authn.ObjectGetter = cacheReader{}
-
-// ServiceAccount reads a service account from its cache and, when the cache
-// does not have it yet, from etcd.
-func (cr cacheReader) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
-	obj, err := cr.object(ctx, serviceAccountsGR, namespace, name, func() runtime.Object { return &corev1.ServiceAccount{} })
-	if err != nil || obj == nil {
-		return nil, err
-	}
-	return obj.(*corev1.ServiceAccount), nil
-}
-
-// Bound returns the uid of the Pod, Secret or Node a token is bound to.
-func (cr cacheReader) Bound(ctx context.Context, kind, namespace, name string) (types.UID, error) {
-	var gr schema.GroupResource
-	var newObj func() runtime.Object
-	switch kind {
-	case serviceaccount.KindPod:
-		gr, newObj = schema.GroupResource{Resource: "pods"}, func() runtime.Object { return &corev1.Pod{} }
-	case serviceaccount.KindSecret:
-		gr, newObj = schema.GroupResource{Resource: "secrets"}, func() runtime.Object { return &corev1.Secret{} }
-	case serviceaccount.KindNode:
-		gr, newObj = schema.GroupResource{Resource: "nodes"}, func() runtime.Object { return &corev1.Node{} }
-	default:
-		return "", fmt.Errorf("tokens cannot be bound to a %s", kind)
-	}
-	obj, err := cr.object(ctx, gr, namespace, name, newObj)
-	if err != nil || obj == nil {
-		return "", err
-	}
-	accessor, err := meta.Accessor(obj)
-	if err != nil {
-		return "", err
-	}
-	return accessor.GetUID(), nil
-}
-
-// object reads an object from its cache, falling back to etcd for one the
-// cache does not have yet; (nil, nil) when it does not exist.
-func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, namespace, name string, newObj func() runtime.Object) (runtime.Object, error) {
-	key := storage.Key(gr, namespace, name)
-	// A cache that is slow to catch up with this server's writes leaves
-	// the read to etcd.
-	if cache := cr.caches[gr]; cache.Ready() && cache.CatchUp(ctx) == nil {
-		if obj, err := cache.Get(ctx, key, -1); err == nil && obj != nil {
-			return obj, nil
-		}
-	}
-	obj := newObj()
-	err := cr.store.Get(ctx, gr, key, obj)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	return obj, err
-}
-
-var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
-
 var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
 
 // tokenRoute issues a ServiceAccount token (serviceaccounts/token): for an
 // existing service account, with audiences (the API server's by default),
 // an expiration within the bounds, and optionally bound to a Pod, Secret
 // or Node that exists.
-func (s *Server) tokenRoute(q *restRequest) *writeRoute {
-	decode := s.decodeCreate(tokenRequestKind, func() runtime.Object { return &authenticationv1.TokenRequest{} })
+func (h *Handler) tokenRoute(q *scope) *writeRoute {
+	decode := h.decodeCreate(tokenRequestKind, func() runtime.Object { return &authenticationv1.TokenRequest{} })
 	return &writeRoute{
 		op:   admission.Create,
 		kind: tokenRequestKind,
@@ -116,19 +54,19 @@ func (s *Server) tokenRoute(q *restRequest) *writeRoute {
 		},
 		build: takeRequestObject,
 		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
-			return s.validateTokenRequest(q, a.obj.(*authenticationv1.TokenRequest))
+			return h.validateTokenRequest(q, a.obj.(*authenticationv1.TokenRequest))
 		},
 		store: func(ctx context.Context, _ *writeInput, a *attempt) (runtime.Object, error) {
-			return s.issueToken(ctx, q, a.obj.(*authenticationv1.TokenRequest))
+			return h.issueToken(ctx, q, a.obj.(*authenticationv1.TokenRequest))
 		},
-		respond: s.respondOne(http.StatusCreated),
+		respond: h.respondOne(http.StatusCreated),
 	}
 }
 
 // validateTokenRequest checks what a token request asks for: an
 // expiration within the bounds, audiences that are not empty, and a bound
 // object of a kind tokens can be bound to.
-func (s *Server) validateTokenRequest(q *restRequest, tr *authenticationv1.TokenRequest) error {
+func (h *Handler) validateTokenRequest(q *scope, tr *authenticationv1.TokenRequest) error {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	expiration := DefaultTokenExpiration
@@ -141,8 +79,8 @@ func (s *Server) validateTokenRequest(q *restRequest, tr *authenticationv1.Token
 	if expiration < MinTokenExpiration {
 		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), "may not specify a duration less than 10 minutes"))
 	}
-	if expiration > s.maxTokenExpiration {
-		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), fmt.Sprintf("may not specify a duration longer than %d seconds", int64(s.maxTokenExpiration/time.Second))))
+	if expiration > h.maxTokenExpiration {
+		errs = append(errs, field.Invalid(spec.Child("expirationSeconds"), int64(expiration/time.Second), fmt.Sprintf("may not specify a duration longer than %d seconds", int64(h.maxTokenExpiration/time.Second))))
 	}
 	for i, a := range tr.Spec.Audiences {
 		if a == "" {
@@ -164,13 +102,13 @@ func (s *Server) validateTokenRequest(q *restRequest, tr *authenticationv1.Token
 
 // issueToken signs the token a validated request asks for, once its
 // service account and bound object are found.
-func (s *Server) issueToken(ctx context.Context, q *restRequest, tr *authenticationv1.TokenRequest) (runtime.Object, error) {
-	sa, err := s.reader.ServiceAccount(ctx, q.namespace, q.name)
+func (h *Handler) issueToken(ctx context.Context, q *scope, tr *authenticationv1.TokenRequest) (runtime.Object, error) {
+	sa, err := h.reader.ServiceAccount(ctx, q.namespace, q.name)
 	if err != nil {
 		return nil, err
 	}
 	if sa == nil {
-		return nil, apierrors.NewNotFound(serviceAccountsGR, q.name)
+		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), q.name)
 	}
 	expiration := DefaultTokenExpiration
 	if tr.Spec.ExpirationSeconds != nil {
@@ -178,14 +116,14 @@ func (s *Server) issueToken(ctx context.Context, q *restRequest, tr *authenticat
 	}
 	claims := serviceaccount.Claims{Namespace: q.namespace, Name: q.name, UID: sa.UID, Audiences: tr.Spec.Audiences}
 	if len(claims.Audiences) == 0 {
-		claims.Audiences = s.apiAudiences
+		claims.Audiences = h.apiAudiences
 	}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		ns := q.namespace
 		if ref.Kind == "Node" {
 			ns = ""
 		}
-		uid, err := s.reader.Bound(ctx, ref.Kind, ns, ref.Name)
+		uid, err := h.reader.Bound(ctx, ref.Kind, ns, ref.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +134,7 @@ func (s *Server) issueToken(ctx context.Context, q *restRequest, tr *authenticat
 	}
 	now := time.Now()
 	claims.Expiry = now.Add(expiration)
-	token, err := s.tokenIssuer.Issue(claims, now)
+	token, err := h.tokenIssuer.Issue(claims, now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"fmt"
@@ -75,18 +75,18 @@ func ptrValue(p *int32) int32 {
 	return *p
 }
 
-func (s *Server) getScale(w http.ResponseWriter, r *http.Request, q *restRequest) {
+func (h *Handler) getScale(w http.ResponseWriter, r *http.Request, q *scope) {
 	obj := q.res.NewObject()
-	if err := s.store.Get(r.Context(), q.res.GroupResource(), q.key(q.name), obj); err != nil {
-		s.respond.Error(w, r, q.storageError(err, q.name))
+	if err := h.store.Get(r.Context(), q.res.GroupResource(), q.key(q.name), obj); err != nil {
+		h.respond.Error(w, r, q.storageError(err, q.name))
 		return
 	}
 	scale, err := scaleOf(obj)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
-	s.respond.Object(w, r, http.StatusOK, scale)
+	h.respond.Object(w, r, http.StatusOK, scale)
 }
 
 // replicasPaths maps each API version kube-apiserver serves a scalable
@@ -108,20 +108,20 @@ func replicasPaths(gr schema.GroupResource) managedfields.ResourcePathMappings {
 
 // updateScaleRoute sets the replicas of a Deployment or ReplicaSet from
 // the Scale of a PUT, whose resourceVersion, if set, is the precondition.
-func (s *Server) updateScaleRoute(q *restRequest) *writeRoute {
+func (h *Handler) updateScaleRoute(q *scope) *writeRoute {
 	decode := func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
 		opts, err := updateOptions(r)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeKind(w, r, opts.FieldValidation, registry.ScaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
+		obj, err := h.decodeKind(w, r, opts.FieldValidation, registry.ScaleKind, func() runtime.Object { return &autoscalingv1.Scale{} })
 		if err != nil {
 			return nil, err
 		}
 		return &writeInput{obj: obj, audited: obj, opts: opts, dry: isDryRun(opts.DryRun)}, nil
 	}
-	return s.scaleRoute(q, decode, func(_ http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
-		return s.patchers.scale.Update(current, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
+	return h.scaleRoute(q, decode, func(_ http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
+		return h.patchers.scale.Update(current, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	})
 }
 
@@ -136,10 +136,10 @@ const maxScalePatchBytes = 64 << 10
 // manager: fieldValidation applies to the fields of the Scale, and an
 // apply that changes replicas another manager owns is a conflict unless
 // forced.
-func (s *Server) patchScaleRoute(q *restRequest) *writeRoute {
+func (h *Handler) patchScaleRoute(q *scope) *writeRoute {
 	var p *patchRequest
 	decode := func(_ http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
-		if p, err = s.readPatch(r); err != nil {
+		if p, err = h.readPatch(r); err != nil {
 			return nil, err
 		}
 		if len(p.body) > maxScalePatchBytes {
@@ -147,8 +147,8 @@ func (s *Server) patchScaleRoute(q *restRequest) *writeRoute {
 		}
 		return &writeInput{audited: p.audited(), opts: patchToUpdateOptions(p.opts), dry: p.dry}, nil
 	}
-	return s.scaleRoute(q, decode, func(w http.ResponseWriter, r *http.Request, _ *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
-		return applyPatch(w, r, s.patchers.scale, p, current)
+	return h.scaleRoute(q, decode, func(w http.ResponseWriter, r *http.Request, _ *writeInput, current *autoscalingv1.Scale) (runtime.Object, error) {
+		return applyPatch(w, r, h.patchers.scale, p, current)
 	})
 }
 
@@ -163,7 +163,7 @@ type scaleFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, curr
 // is checked (its name, replicas and uid), and its replicas,
 // resourceVersion and managed fields go back to the object. The answer is
 // the Scale of the object written.
-func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), next scaleFunc) *writeRoute {
+func (h *Handler) scaleRoute(q *scope, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), next scaleFunc) *writeRoute {
 	gr := q.res.GroupResource()
 	merge := func(w http.ResponseWriter, r *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
 		accessor, err := meta.Accessor(old)
@@ -215,14 +215,14 @@ func (s *Server) scaleRoute(q *restRequest, decode func(http.ResponseWriter, *ht
 		accessor.SetManagedFields(managed)
 		return old, nil
 	}
-	route := s.existingRoute(q, decode, merge)
+	route := h.existingRoute(q, decode, merge)
 	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
 		out, err := scaleOf(results[0])
 		if err != nil {
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
-		s.respond.Object(w, r, http.StatusOK, out)
+		h.respond.Object(w, r, http.StatusOK, out)
 	}
 	return route
 }

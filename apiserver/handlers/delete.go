@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 )
 
 // deleteRoute is DELETE of one object.
-func (s *Server) deleteRoute(q *restRequest) *writeRoute {
+func (h *Handler) deleteRoute(q *scope) *writeRoute {
 	return &writeRoute{
 		op:   admission.Delete,
 		kind: q.res.GVK(),
 		decode: func(_ http.ResponseWriter, r *http.Request) (*writeInput, error) {
-			opts, err := s.decodeDeleteOptions(r)
+			opts, err := h.decodeDeleteOptions(r)
 			if err != nil {
 				return nil, err
 			}
@@ -30,7 +30,7 @@ func (s *Server) deleteRoute(q *restRequest) *writeRoute {
 		},
 		load: func(ctx context.Context, a *attempt) error {
 			one := q.in(a.ref.namespace)
-			old, err := s.load(ctx, one, a.ref.name)
+			old, err := h.load(ctx, one, a.ref.name)
 			if err != nil {
 				return one.storageError(err, a.ref.name)
 			}
@@ -43,15 +43,15 @@ func (s *Server) deleteRoute(q *restRequest) *writeRoute {
 			return checkPreconditions(q, a, in.opts.(*metav1.DeleteOptions).Preconditions)
 		},
 		store: func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
-			return s.deleteOne(ctx, q.in(a.ref.namespace), a, in.opts.(*metav1.DeleteOptions), in.dry)
+			return h.deleteOne(ctx, q.in(a.ref.namespace), a, in.opts.(*metav1.DeleteOptions), in.dry)
 		},
-		respond: s.respondOne(http.StatusOK),
+		respond: h.respondOne(http.StatusOK),
 	}
 }
 
 // checkPreconditions holds a delete to the uid and resourceVersion its
 // options name.
-func checkPreconditions(q *restRequest, a *attempt, p *metav1.Preconditions) error {
+func checkPreconditions(q *scope, a *attempt, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil
 	}
@@ -72,7 +72,7 @@ func checkPreconditions(q *restRequest, a *attempt, p *metav1.Preconditions) err
 // deleteOne deletes a.old: at once, or by marking it when finalizers or a
 // grace period hold it. It returns what the client is answered: a Status
 // when the object is gone, the marked object otherwise.
-func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
+func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
 	name, old := a.ref.name, a.old
 	oldAccessor, err := meta.Accessor(old)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts
 		}
 		if grace == 0 && len(oldAccessor.GetFinalizers()) == 0 {
 			if !dry {
-				if err := s.deleteStored(ctx, q, name, rev); err != nil {
+				if err := h.deleteStored(ctx, q, name, rev); err != nil {
 					return nil, q.storageError(err, name)
 				}
 			}
@@ -103,7 +103,7 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts
 		oldAccessor.SetDeletionTimestamp(&at)
 		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
 		if !dry {
-			if err := s.save(ctx, q, name, rev, old); err != nil {
+			if err := h.save(ctx, q, name, rev, old); err != nil {
 				return nil, q.storageError(err, name)
 			}
 		}
@@ -119,14 +119,14 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts
 			ns.Status.Phase = corev1.NamespaceTerminating
 		}
 		if !dry {
-			if err := s.save(ctx, q, name, rev, old); err != nil {
+			if err := h.save(ctx, q, name, rev, old); err != nil {
 				return nil, q.storageError(err, name)
 			}
 		}
 		return old, nil
 	}
 	if !dry {
-		if err := s.deleteStored(ctx, q, name, rev); err != nil {
+		if err := h.deleteStored(ctx, q, name, rev); err != nil {
 			return nil, q.storageError(err, name)
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Server) deleteOne(ctx context.Context, q *restRequest, a *attempt, opts
 }
 
 // deletedStatus is the answer to a delete that removed the object.
-func deletedStatus(q *restRequest, name string, accessor metav1.Object) *metav1.Status {
+func deletedStatus(q *scope, name string, accessor metav1.Object) *metav1.Status {
 	return &metav1.Status{
 		Status: metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{
@@ -149,8 +149,8 @@ func deletedStatus(q *restRequest, name string, accessor metav1.Object) *metav1.
 // deleteCollectionRoute is DELETE of every object the selectors match,
 // one by one, each down the write path, answered with the list of what it
 // deleted.
-func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
-	route := s.deleteRoute(q)
+func (h *Handler) deleteCollectionRoute(q *scope) *writeRoute {
+	route := h.deleteRoute(q)
 	decodeOptions := route.decode
 	var sel *selector
 	route.decode = func(w http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
@@ -160,7 +160,7 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 		return decodeOptions(w, r)
 	}
 	route.targets = func(ctx context.Context, _ *http.Request) ([]objectRef, error) {
-		cache := s.cache(q)
+		cache := h.cache(q)
 		rev, err := cache.CurrentRevision(ctx)
 		if err != nil {
 			return nil, err
@@ -200,10 +200,10 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 		}
 		list := q.res.NewList()
 		if err := meta.SetList(list, deleted); err != nil {
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
-		s.respond.Object(w, r, http.StatusOK, list)
+		h.respond.Object(w, r, http.StatusOK, list)
 	}
 	return route
 }
@@ -211,13 +211,13 @@ func (s *Server) deleteCollectionRoute(q *restRequest) *writeRoute {
 // deleteStored removes a stored object at revision rev. A namespace goes
 // with everything in it, in one transaction, so nothing is left behind in
 // a namespace that no longer exists.
-func (s *Server) deleteStored(ctx context.Context, q *restRequest, name string, rev int64) error {
+func (h *Handler) deleteStored(ctx context.Context, q *scope, name string, rev int64) error {
 	var prefixes []string
 	if q.res.GVR.Resource == "namespaces" && q.res.GVR.Group == "" {
-		for _, nsRes := range s.registry.Namespaced() {
+		for _, nsRes := range h.registry.Namespaced() {
 			prefixes = append(prefixes, storage.ListPrefix(nsRes.GroupResource(), name))
 		}
 	}
-	_, err := s.store.Delete(ctx, q.key(name), rev, prefixes...)
+	_, err := h.store.Delete(ctx, q.key(name), rev, prefixes...)
 	return err
 }

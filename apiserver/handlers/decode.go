@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"errors"
@@ -37,12 +37,12 @@ func readBody(r *http.Request) ([]byte, error) {
 // Warn, the default ("" or a value validation would have refused), drops
 // them with a Warning header for each; Ignore drops them silently. A
 // protobuf body has no names to check.
-func (s *Server) decodeKind(w http.ResponseWriter, r *http.Request, validation string, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
+func (h *Handler) decodeKind(w http.ResponseWriter, r *http.Request, validation string, want schema.GroupVersionKind, newObject func() runtime.Object) (runtime.Object, error) {
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
-	info, err := negotiation.NegotiateInputSerializer(r, false, s.codecs)
+	info, err := negotiation.NegotiateInputSerializer(r, false, h.codecs)
 	if err != nil {
 		return nil, err
 	}
@@ -102,14 +102,14 @@ func kindString(gvk schema.GroupVersionKind) string {
 // under it. kube does it after validating the options, which accept any
 // grace period, and after checking the preconditions, which do not look at
 // it; admission then sees 1, as in kube.
-func (s *Server) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+func (h *Handler) decodeDeleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	body, err := readBody(r)
 	if err != nil {
 		return nil, err
 	}
 	if len(body) > 0 {
-		info, err := negotiation.NegotiateInputSerializer(r, false, s.codecs)
+		info, err := negotiation.NegotiateInputSerializer(r, false, h.codecs)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 )
 
 // fuzzServer is just enough of a server to decode requests.
-func fuzzServer(t testing.TB) *Server {
+func fuzzHandler(t testing.TB) *Handler {
 	scheme, err := registry.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func fuzzServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{scheme: scheme, codecs: registry.NewCodecs(scheme), registry: reg}
+	return &Handler{scheme: scheme, codecs: registry.NewCodecs(scheme), registry: reg}
 }
 
 // isClientError reports whether err is an API error with a 4xx code.
@@ -44,7 +44,7 @@ func FuzzDecodeBody(f *testing.F) {
 	f.Add([]byte("k8s\x00\x0a\x04\x0a\x02v1\x12\x09ConfigMap"), uint8(2), uint8(1), "Ignore")
 	f.Add([]byte(`{"metadata":{"name":`), uint8(0), uint8(3), "Warn")
 	f.Add(bytes.Repeat([]byte("["), 100000), uint8(0), uint8(0), "")
-	s := fuzzServer(f)
+	s := fuzzHandler(f)
 	f.Fuzz(func(t *testing.T, body []byte, ct, res uint8, validation string) {
 		r := httptest.NewRequest(http.MethodPost, "/?fieldValidation="+url.QueryEscape(validation), bytes.NewReader(body))
 		r.Header.Set("Content-Type", contentTypes[int(ct)%len(contentTypes)])
@@ -77,11 +77,11 @@ func FuzzSelectors(f *testing.F) {
 	f.Add("a in (b, c),!d", "metadata.namespace!=,type=Opaque")
 	f.Add("a in (", "spec.bogus=1")
 	f.Add("x=\\", "metadata.name=a\\,b")
-	s := fuzzServer(f)
+	s := fuzzHandler(f)
 	f.Fuzz(func(t *testing.T, labels, fields string) {
 		for _, res := range s.registry.All() {
 			r := httptest.NewRequest(http.MethodGet, "/?labelSelector="+url.QueryEscape(labels)+"&fieldSelector="+url.QueryEscape(fields), nil)
-			sel, err := parseSelector(&restRequest{res: res}, r)
+			sel, err := parseSelector(&scope{res: res}, r)
 			if err != nil {
 				if !isClientError(err) {
 					t.Fatalf("selector error is not a 4xx API error: %v", err)

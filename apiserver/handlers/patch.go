@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func newPatchers(scheme *runtime.Scheme, reg *registry.Registry, scaleTypes mana
 }
 
 // of is the manager of q's object, or of its status.
-func (p *patchers) of(q *restRequest) *patch.Manager {
+func (p *patchers) of(q *scope) *patch.Manager {
 	if q.subresource == "status" {
 		return p.status[q.res.GVR]
 	}
@@ -108,7 +108,7 @@ func (p *patchRequest) request(userAgent string) patch.Request {
 
 // readPatch reads a PATCH in kube-apiserver's order: its content type
 // (415), its body (413) and its options (422).
-func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
+func (h *Handler) readPatch(r *http.Request) (*patchRequest, error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType, _, err := mime.ParseMediaType(ct)
 	if err != nil || !slices.Contains(patch.Types, mediaType) {
@@ -130,11 +130,11 @@ func (s *Server) readPatch(r *http.Request) (*patchRequest, error) {
 // creates it. fieldValidation (Strict, Warn by default, or Ignore) is the
 // patch manager's: a strict refusal is an error, warnings are Warning
 // headers.
-func (s *Server) patchRoute(q *restRequest) *writeRoute {
-	m := s.patchers.of(q)
+func (h *Handler) patchRoute(q *scope) *writeRoute {
+	m := h.patchers.of(q)
 	var p *patchRequest
 	decode := func(_ http.ResponseWriter, r *http.Request) (in *writeInput, err error) {
-		if p, err = s.readPatch(r); err != nil {
+		if p, err = h.readPatch(r); err != nil {
 			return nil, err
 		}
 		return &writeInput{audited: p.audited(), opts: patchToUpdateOptions(p.opts), dry: p.dry}, nil
@@ -157,14 +157,14 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		}
 		return patched, nil
 	}
-	route := s.existingRoute(q, decode, merge)
+	route := h.existingRoute(q, decode, merge)
 	if q.subresource != "" {
 		return route
 	}
 	// Server-side apply creates what is missing: the write is then a
 	// create, admitted and stored as one.
 	load, build, validate, update := route.load, route.build, route.validate, route.store
-	create := s.storeNew(q)
+	create := h.storeNew(q)
 	route.load = func(ctx context.Context, a *attempt) error {
 		err := load(ctx, a)
 		if apierrors.IsNotFound(err) && p.contentType == string(types.ApplyYAMLPatchType) {
@@ -196,7 +196,7 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		if q.res.Defaults != nil {
 			q.res.Defaults(obj)
 		}
-		a.obj, err = s.prepareNew(ctx, q, obj, func(o runtime.Object) (runtime.Object, error) { return o, nil })
+		a.obj, err = h.prepareNew(ctx, q, obj, func(o runtime.Object) (runtime.Object, error) { return o, nil })
 		return err
 	}
 	route.validate = func(ctx context.Context, in *writeInput, a *attempt) error {
@@ -214,7 +214,7 @@ func (s *Server) patchRoute(q *restRequest) *writeRoute {
 		return update(ctx, in, a)
 	}
 	route.respond = func(w http.ResponseWriter, r *http.Request, results []runtime.Object) {
-		s.respond.Object(w, r, code, results[0])
+		h.respond.Object(w, r, code, results[0])
 	}
 	return route
 }

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -18,10 +18,6 @@ import (
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-// maxUpdateAttempts bounds retries of a server-side reconciliation that
-// races with other writers.
-const maxUpdateAttempts = 5
-
 // mergeFunc makes the object an update would store from the request and
 // the stored object, old, which it may change. The resourceVersion of what
 // it returns is the update's precondition: "" means unconditional.
@@ -29,13 +25,13 @@ type mergeFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, old 
 
 // updateRoute is PUT of an object, or of its status or (a namespace's)
 // finalizers.
-func (s *Server) updateRoute(q *restRequest) *writeRoute {
+func (h *Handler) updateRoute(q *scope) *writeRoute {
 	decode := func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
 		opts, err := updateOptions(r)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeKind(w, r, opts.FieldValidation, q.res.GVK(), q.res.NewObject)
+		obj, err := h.decodeKind(w, r, opts.FieldValidation, q.res.GVK(), q.res.NewObject)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +51,7 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 		if q.res.Defaults != nil {
 			q.res.Defaults(in.obj)
 		}
-		return s.patchers.of(q).Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
+		return h.patchers.of(q).Update(old, in.obj, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 	}
 	switch q.subresource {
 	case "finalize":
@@ -78,10 +74,10 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 			if uid := accessor.GetUID(); uid != "" {
 				oldAccessor.SetUID(uid)
 			}
-			return s.patchers.of(q).Update(live, old, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
+			return h.patchers.of(q).Update(live, old, in.opts.(*metav1.UpdateOptions).FieldManager, r.UserAgent())
 		}
 	}
-	return s.existingRoute(q, decode, merge)
+	return h.existingRoute(q, decode, merge)
 }
 
 // existingRoute is a write of an existing object: PUT, PATCH, status and
@@ -89,13 +85,13 @@ func (s *Server) updateRoute(q *restRequest) *writeRoute {
 // into it, keeps the system fields, and stores it if the object has not
 // changed meanwhile; an unconditional write that loses the race starts
 // again from the newer object.
-func (s *Server) existingRoute(q *restRequest, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), merge mergeFunc) *writeRoute {
+func (h *Handler) existingRoute(q *scope, decode func(http.ResponseWriter, *http.Request) (*writeInput, error), merge mergeFunc) *writeRoute {
 	return &writeRoute{
 		op:     admission.Update,
 		kind:   q.res.GVK(),
 		decode: decode,
 		load: func(ctx context.Context, a *attempt) error {
-			old, err := s.load(ctx, q, a.ref.name)
+			old, err := h.load(ctx, q, a.ref.name)
 			if err != nil {
 				return q.storageError(err, a.ref.name)
 			}
@@ -107,18 +103,18 @@ func (s *Server) existingRoute(q *restRequest, decode func(http.ResponseWriter, 
 			if err != nil {
 				return err
 			}
-			return s.prepareUpdate(q, a, next)
+			return h.prepareUpdate(q, a, next)
 		},
 		validate: func(_ context.Context, _ *writeInput, a *attempt) error { return validateUpdate(q, a.obj, a.old) },
-		store:    s.storeUpdate(q),
-		respond:  s.respondOne(http.StatusOK),
+		store:    h.storeUpdate(q),
+		respond:  h.respondOne(http.StatusOK),
 	}
 }
 
 // prepareUpdate readies next, the object an update makes of a.old, for
 // admission: it holds to the resourceVersion and uid it names, and keeps
 // what only the server changes.
-func (s *Server) prepareUpdate(q *restRequest, a *attempt, next runtime.Object) error {
+func (h *Handler) prepareUpdate(q *scope, a *attempt, next runtime.Object) error {
 	oldAccessor, err := meta.Accessor(a.old)
 	if err != nil {
 		return err
@@ -168,7 +164,7 @@ func (s *Server) prepareUpdate(q *restRequest, a *attempt, next runtime.Object) 
 // storeUpdate is the storage stage of an update: the object is stored if
 // it is still at the revision read, or removed if that was its last
 // finalizer; an unconditional update that lost a race is retried.
-func (s *Server) storeUpdate(q *restRequest) func(context.Context, *writeInput, *attempt) (runtime.Object, error) {
+func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *attempt) (runtime.Object, error) {
 	return func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
 		if in.dry {
 			return a.obj, nil
@@ -180,9 +176,9 @@ func (s *Server) storeUpdate(q *restRequest) func(context.Context, *writeInput, 
 		rev, _ := storage.ParseResourceVersion(accessor.GetResourceVersion())
 		if accessor.GetDeletionTimestamp() != nil && len(accessor.GetFinalizers()) == 0 && gracePeriodOver(accessor) {
 			// The last finalizer is gone: the deletion completes.
-			err = s.deleteStored(ctx, q, q.name, rev)
+			err = h.deleteStored(ctx, q, q.name, rev)
 		} else {
-			err = s.save(ctx, q, q.name, rev, a.obj)
+			err = h.save(ctx, q, q.name, rev, a.obj)
 		}
 		if errors.Is(err, storage.ErrConflict) && !a.conditional {
 			return nil, errRetry
@@ -195,7 +191,7 @@ func (s *Server) storeUpdate(q *restRequest) func(context.Context, *writeInput, 
 }
 
 // validateUpdate checks an update, of the object or of its status.
-func validateUpdate(q *restRequest, next, old runtime.Object) error {
+func validateUpdate(q *scope, next, old runtime.Object) error {
 	if q.subresource == "status" && q.res.ValidateStatus != nil {
 		if errs := q.res.ValidateStatus(next, old); len(errs) > 0 {
 			return apierrors.NewInvalid(q.res.GVK().GroupKind(), q.name, errs)

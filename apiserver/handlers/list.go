@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -83,16 +83,16 @@ func parseListOptions(r *http.Request) (*listOptions, error) {
 // resourceVersion read pages from etcd; everything else comes from the
 // watch cache: at etcd's current revision when no resourceVersion is
 // given, as it is for "0", or once it has caught up with the one given.
-func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, q *scope) {
 	ctx := r.Context()
 	sel, err := parseSelector(q, r)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	opts, err := parseListOptions(r)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	gr := q.res.GroupResource()
@@ -114,17 +114,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		} else if opts.match == metav1.ResourceVersionMatchExact {
 			at, _ = storage.ParseResourceVersion(opts.resourceVersion)
 		}
-		page, err := s.store.ListPage(ctx, q.storedResource().GroupResource(), prefix, start, at, opts.limit, q.storedResource().NewObject, add)
+		page, err := h.store.ListPage(ctx, q.storedResource().GroupResource(), prefix, start, at, opts.limit, q.storedResource().NewObject, add)
 		if errors.Is(err, storage.ErrExpired) {
 			msg := fmt.Sprintf("too old resource version: %d", at)
 			if opts.cont != nil {
 				msg = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
 			}
-			s.respond.Error(w, r, apierrors.NewResourceExpired(msg))
+			h.respond.Error(w, r, apierrors.NewResourceExpired(msg))
 			return
 		}
 		if err != nil {
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
 		rev = page.Rev
@@ -133,12 +133,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			next = base64.RawURLEncoding.EncodeToString(tok)
 		}
 	default:
-		cache := s.cache(q)
+		cache := h.cache(q)
 		var at int64
 		switch opts.resourceVersion {
 		case "":
 			if at, err = cache.CurrentRevision(ctx); err != nil {
-				s.respond.Error(w, r, err)
+				h.respond.Error(w, r, err)
 				return
 			}
 		case "0":
@@ -154,26 +154,26 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		rev, err = cache.List(listCtx, prefix, at, add)
 		if err != nil {
 			if listCtx.Err() != nil && ctx.Err() == nil {
-				s.respond.Error(w, r, tooLargeResourceVersion(at, cache.Revision()))
+				h.respond.Error(w, r, tooLargeResourceVersion(at, cache.Revision()))
 				return
 			}
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
 	}
 	list := q.res.NewList()
 	if err := meta.SetList(list, items); err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	listMeta, err := meta.ListAccessor(list)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	listMeta.SetResourceVersion(strconv.FormatInt(rev, 10))
 	listMeta.SetContinue(next)
-	s.respond.Object(w, r, http.StatusOK, list)
+	h.respond.Object(w, r, http.StatusOK, list)
 }
 
 // tooLargeResourceVersion is kube-apiserver's answer to a read at a

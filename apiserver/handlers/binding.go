@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 // bindingRoute assigns a pod to a node (pods/binding): once, and only a
 // pod that no node has yet. Admission sees the create of a Binding, as in
 // kube-apiserver; storage is the update of the pod it names.
-func (s *Server) bindingRoute(q *restRequest) *writeRoute {
+func (h *Handler) bindingRoute(q *scope) *writeRoute {
 	bindingKind := corev1.SchemeGroupVersion.WithKind("Binding")
 	return &writeRoute{
 		op:     admission.Create,
 		kind:   bindingKind,
-		decode: s.decodeCreate(bindingKind, func() runtime.Object { return &corev1.Binding{} }),
+		decode: h.decodeCreate(bindingKind, func() runtime.Object { return &corev1.Binding{} }),
 		build:  takeRequestObject,
 		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
 			b := a.obj.(*corev1.Binding)
@@ -48,21 +48,21 @@ func (s *Server) bindingRoute(q *restRequest) *writeRoute {
 			return nil
 		},
 		store: func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
-			return nil, s.assignPod(ctx, q, a.obj.(*corev1.Binding), in.dry)
+			return nil, h.assignPod(ctx, q, a.obj.(*corev1.Binding), in.dry)
 		},
 		respond: func(w http.ResponseWriter, r *http.Request, _ []runtime.Object) {
 			// Bound: kube answers a Status of success with 201.
-			s.respond.Object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+			h.respond.Object(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 		},
 	}
 }
 
 // assignPod sets the node of the pod b binds, if it has none, retrying
 // when the pod changes meanwhile unless b names the resourceVersion.
-func (s *Server) assignPod(ctx context.Context, q *restRequest, b *corev1.Binding, dry bool) error {
+func (h *Handler) assignPod(ctx context.Context, q *scope, b *corev1.Binding, dry bool) error {
 	gr := q.res.GroupResource()
 	for {
-		obj, err := s.load(ctx, q, q.name)
+		obj, err := h.load(ctx, q, q.name)
 		if err != nil {
 			return q.storageError(err, q.name)
 		}
@@ -91,7 +91,7 @@ func (s *Server) assignPod(ctx context.Context, q *restRequest, b *corev1.Bindin
 			return nil
 		}
 		rev, _ := storage.ParseResourceVersion(p.ResourceVersion)
-		err = s.save(ctx, q, q.name, rev, p)
+		err = h.save(ctx, q, q.name, rev, p)
 		if errors.Is(err, storage.ErrConflict) && b.ResourceVersion == "" && ctx.Err() == nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package apiserver
+package handlers
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ type selector struct {
 	fields fields.Selector
 }
 
-func parseSelector(q *restRequest, r *http.Request) (*selector, error) {
+func parseSelector(q *scope, r *http.Request) (*selector, error) {
 	query := r.URL.Query()
 	ls, err := labels.Parse(query.Get("labelSelector"))
 	if err != nil {
@@ -140,34 +140,34 @@ func invalidListOptions(err *field.Error) error {
 // watch streams the changes of a resource, from the watch cache, as
 // metav1.WatchEvents in the format the client asked for, flushing after
 // each event.
-func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *scope) {
 	ctx := r.Context()
 	sel, err := parseSelector(q, r)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	opts, err := parseWatchOptions(r)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
-	mediaOpts, info, err := s.respond.Negotiate(r)
+	mediaOpts, info, err := h.respond.Negotiate(r)
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	if info.StreamSerializer == nil {
-		s.respond.Error(w, r, responses.NotAcceptable("the requested format cannot be streamed"))
+		h.respond.Error(w, r, responses.NotAcceptable("the requested format cannot be streamed"))
 		return
 	}
 	user := userFrom(ctx).GetName()
-	if !s.watches.acquire(user) {
-		s.respond.Error(w, r, apierrors.NewTooManyRequests("too many watches open for this user", 1))
+	if !h.watches.acquire(user) {
+		h.respond.Error(w, r, apierrors.NewTooManyRequests("too many watches open for this user", 1))
 		return
 	}
-	defer s.watches.release(user)
-	cache := s.cache(q)
+	defer h.watches.release(user)
+	cache := h.cache(q)
 	prefix := storage.ListPrefix(q.res.GroupResource(), q.namespace)
 	if q.name != "" {
 		prefix = q.key(q.name)
@@ -178,11 +178,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		// made before the watch.
 		cur, err := cache.CurrentRevision(ctx)
 		if err != nil {
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
 		if err := cache.Wait(ctx, cur); err != nil {
-			s.respond.Error(w, r, err)
+			h.respond.Error(w, r, err)
 			return
 		}
 	}
@@ -194,7 +194,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 			err := cache.Wait(waitCtx, from)
 			cancel()
 			if err != nil {
-				s.respond.Error(w, r, tooLargeResourceVersion(from, cache.Revision()))
+				h.respond.Error(w, r, tooLargeResourceVersion(from, cache.Revision()))
 				return
 			}
 		}
@@ -206,11 +206,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	watcher, startRev, err := cache.Watch(readyCtx, prefix, from, watchBuffer)
 	cancelReady()
 	if errors.Is(err, storage.ErrExpired) {
-		s.respond.Error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
+		h.respond.Error(w, r, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%v)", from, err)))
 		return
 	}
 	if err != nil {
-		s.respond.Error(w, r, err)
+		h.respond.Error(w, r, err)
 		return
 	}
 	defer watcher.Stop()
@@ -225,12 +225,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 	headersSent := false
 	// encodeEvent writes one framed WatchEvent into a buffer.
 	encodeEvent := func(typ watch.EventType, obj runtime.Object) ([]byte, error) {
-		gvks, _, err := s.scheme.ObjectKinds(obj)
+		gvks, _, err := h.scheme.ObjectKinds(obj)
 		if err != nil {
 			return nil, err
 		}
 		var embedded bytes.Buffer
-		if err := s.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &embedded); err != nil {
+		if err := h.codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &embedded); err != nil {
 			return nil, err
 		}
 		var frame bytes.Buffer
@@ -247,7 +247,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, q *restRequest) {
 		case mediaOpts.Convert == nil && typ != watch.Bookmark:
 			// Every watcher of an event in this format sends the same
 			// bytes: encode them once.
-			frame, err = s.encodings.get(obj, string(typ), info.MediaType, func() ([]byte, error) { return encodeEvent(typ, obj) })
+			frame, err = h.encodings.get(obj, string(typ), info.MediaType, func() ([]byte, error) { return encodeEvent(typ, obj) })
 		case mediaOpts.Convert == nil:
 			frame, err = encodeEvent(typ, obj)
 		default:

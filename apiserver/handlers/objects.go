@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+// load reads the object name of q's resource.
+func (h *Handler) load(ctx context.Context, q *scope, name string) (runtime.Object, error) {
+	stored := q.storedResource()
+	obj := stored.NewObject()
+	if err := h.store.Get(ctx, stored.GroupResource(), q.key(name), obj); err != nil {
+		return nil, err
+	}
+	return q.served(obj), nil
+}
+
+// exists reports whether the object name of q's resource is stored.
+func (h *Handler) exists(ctx context.Context, q *scope, name string) (bool, error) {
+	_, err := h.load(ctx, q, name)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// save stores obj as name: created when rev is 0, else updated if still at
+// revision rev. obj gets the resourceVersion written.
+func (h *Handler) save(ctx context.Context, q *scope, name string, rev int64, obj runtime.Object) error {
+	stored := q.storedResource()
+	out := obj
+	if q.res.View != nil {
+		out = q.res.View.ToStored(obj)
+	}
+	var err error
+	if rev == 0 {
+		err = h.store.Create(ctx, stored.GroupResource(), q.key(name), out)
+	} else {
+		err = h.store.Update(ctx, stored.GroupResource(), q.key(name), rev, out)
+	}
+	if err != nil || out == obj {
+		return err
+	}
+	from, _ := meta.Accessor(out)
+	to, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	to.SetResourceVersion(from.GetResourceVersion())
+	return nil
+}
+
+// cache is the watch cache holding q's objects.
+func (h *Handler) cache(q *scope) *storage.Cacher {
+	return h.caches[q.storedResource().GroupResource()]
+}
