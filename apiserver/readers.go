@@ -63,18 +63,10 @@ var (
 
 // PodsOnNode reads the pods bound to a node, by index.
 func (cr cacheReader) PodsOnNode(ctx context.Context, nodeName string) ([]*corev1.Pod, error) {
-	if err := cr.caches[podsGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	if nodeName == "" {
 		return nil, errors.New("pods on node: node name is empty")
 	}
-	var out []*corev1.Pod
-	err := cr.caches[podsGR].ByIndex(ctx, nodeIndex, nodeName, -1, func(obj runtime.Object) error {
-		out = append(out, obj.(*corev1.Pod))
-		return nil
-	})
-	return out, err
+	return byIndex[*corev1.Pod](ctx, cr.caches[podsGR], nodeIndex, []string{nodeName})
 }
 
 // Pod reads a pod from its cache or, when the cache does not have it yet,
@@ -108,50 +100,20 @@ func indexBindings(caches map[schema.GroupResource]*storage.Cacher) {
 // ClusterRoleBindingsFor reads the cluster role bindings that name u, by
 // index.
 func (cr cacheReader) ClusterRoleBindingsFor(ctx context.Context, u user.Info) ([]*rbacv1.ClusterRoleBinding, error) {
-	if err := cr.caches[clusterRoleBindingsGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	seen := map[*rbacv1.ClusterRoleBinding]bool{}
-	var out []*rbacv1.ClusterRoleBinding
-	for _, key := range rbac.SubjectKeys(u) {
-		err := cr.caches[clusterRoleBindingsGR].ByIndex(ctx, subjectIndex, key, -1, func(obj runtime.Object) error {
-			if b := obj.(*rbacv1.ClusterRoleBinding); !seen[b] {
-				seen[b] = true
-				out = append(out, b)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return byIndex[*rbacv1.ClusterRoleBinding](ctx, cr.caches[clusterRoleBindingsGR], subjectIndex, rbac.SubjectKeys(u))
 }
 
 // RoleBindingsFor reads the role bindings of namespace that name u, by
 // index.
 func (cr cacheReader) RoleBindingsFor(ctx context.Context, namespace string, u user.Info) ([]*rbacv1.RoleBinding, error) {
-	if err := cr.caches[roleBindingsGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	if namespace == "" {
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
-	seen := map[*rbacv1.RoleBinding]bool{}
-	var out []*rbacv1.RoleBinding
-	for _, key := range rbac.SubjectKeys(u) {
-		err := cr.caches[roleBindingsGR].ByIndex(ctx, subjectIndex, namespace+"/"+key, -1, func(obj runtime.Object) error {
-			if b := obj.(*rbacv1.RoleBinding); !seen[b] {
-				seen[b] = true
-				out = append(out, b)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	keys := rbac.SubjectKeys(u)
+	for i := range keys {
+		keys[i] = namespace + "/" + keys[i]
 	}
-	return out, nil
+	return byIndex[*rbacv1.RoleBinding](ctx, cr.caches[roleBindingsGR], subjectIndex, keys)
 }
 
 var (
@@ -177,52 +139,22 @@ func (cr cacheReader) GetNamespace(ctx context.Context, name string) (*corev1.Na
 }
 
 func (cr cacheReader) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
-	if err := cr.caches[clusterRoleBindingsGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	var out []*rbacv1.ClusterRoleBinding
-	_, err := cr.caches[clusterRoleBindingsGR].Visit(ctx, storage.ListPrefix(clusterRoleBindingsGR, ""), -1, func(obj runtime.Object) error {
-		out = append(out, obj.(*rbacv1.ClusterRoleBinding))
-		return nil
-	})
-	return out, err
+	return visit[*rbacv1.ClusterRoleBinding](ctx, cr.caches[clusterRoleBindingsGR], storage.ListPrefix(clusterRoleBindingsGR, ""))
 }
 
 func (cr cacheReader) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
-	if err := cr.caches[roleBindingsGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
 	if namespace == "" {
 		return nil, errors.New("list role bindings: namespace is empty")
 	}
-	var out []*rbacv1.RoleBinding
-	_, err := cr.caches[roleBindingsGR].Visit(ctx, storage.ListPrefix(roleBindingsGR, namespace), -1, func(obj runtime.Object) error {
-		out = append(out, obj.(*rbacv1.RoleBinding))
-		return nil
-	})
-	return out, err
+	return visit[*rbacv1.RoleBinding](ctx, cr.caches[roleBindingsGR], storage.ListPrefix(roleBindingsGR, namespace))
 }
 
 func (cr cacheReader) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	if err := cr.caches[clusterRolesGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	obj, err := cr.caches[clusterRolesGR].Get(ctx, storage.Key(clusterRolesGR, "", name), -1)
-	if err != nil || obj == nil {
-		return nil, err
-	}
-	return obj.(*rbacv1.ClusterRole), nil
+	return cached[*rbacv1.ClusterRole](ctx, cr.caches[clusterRolesGR], storage.Key(clusterRolesGR, "", name))
 }
 
 func (cr cacheReader) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
-	if err := cr.caches[rolesGR].CatchUp(ctx); err != nil {
-		return nil, err
-	}
-	obj, err := cr.caches[rolesGR].Get(ctx, storage.Key(rolesGR, namespace, name), -1)
-	if err != nil || obj == nil {
-		return nil, err
-	}
-	return obj.(*rbacv1.Role), nil
+	return cached[*rbacv1.Role](ctx, cr.caches[rolesGR], storage.Key(rolesGR, namespace, name))
 }
 
 var _ authn.ObjectGetter = cacheReader{}
@@ -282,3 +214,57 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 }
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+
+// The reads of the authorizers: each first catches the cache up with this
+// server's own writes, so that a decision sees them, and fails with the
+// cache when it is not following etcd.
+
+// byIndex reads the objects of cache under any of keys of index, each
+// once.
+func byIndex[T runtime.Object](ctx context.Context, cache *storage.Cacher, index string, keys []string) ([]T, error) {
+	if err := cache.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	seen := map[runtime.Object]bool{}
+	var out []T
+	for _, key := range keys {
+		err := cache.ByIndex(ctx, index, key, -1, func(obj runtime.Object) error {
+			if !seen[obj] {
+				seen[obj] = true
+				out = append(out, obj.(T))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// visit reads every object of cache under prefix.
+func visit[T runtime.Object](ctx context.Context, cache *storage.Cacher, prefix string) ([]T, error) {
+	if err := cache.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	var out []T
+	_, err := cache.Visit(ctx, prefix, -1, func(obj runtime.Object) error {
+		out = append(out, obj.(T))
+		return nil
+	})
+	return out, err
+}
+
+// cached reads the object of cache at key; the zero T, a nil pointer,
+// when there is none.
+func cached[T runtime.Object](ctx context.Context, cache *storage.Cacher, key string) (T, error) {
+	var zero T
+	if err := cache.CatchUp(ctx); err != nil {
+		return zero, err
+	}
+	obj, err := cache.Get(ctx, key, -1)
+	if err != nil || obj == nil {
+		return zero, err
+	}
+	return obj.(T), nil
+}
