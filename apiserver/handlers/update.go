@@ -181,7 +181,7 @@ func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *atte
 			err = h.save(ctx, q, q.name, rev, a.obj)
 		}
 		if errors.Is(err, storage.ErrConflict) && !a.conditional {
-			return nil, errRetry
+			return nil, &retryError{err: q.storageError(err, q.name)}
 		}
 		if err != nil {
 			return nil, q.storageError(err, q.name)

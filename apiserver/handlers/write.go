@@ -69,12 +69,17 @@ type attempt struct {
 	conditional bool
 }
 
-// errRetry from a route's store sends the write back to read the stored
-// object again, as kube-apiserver's GuaranteedUpdate does.
-var errRetry = errors.New("the object changed meanwhile; retry")
+// retryError from a route's store sends the write back to read the stored
+// object again, as kube-apiserver's GuaranteedUpdate does, until the
+// request's deadline; then err, the conflict, is the answer.
+type retryError struct{ err error }
+
+func (e *retryError) Error() string { return e.err.Error() }
+
+func (e *retryError) Unwrap() error { return e.err }
 
 // writeRoute is one kind of write: its verb, resource or subresource. It
-// supplies the steps of each stage; Server.write runs them in order.
+// supplies the steps of each stage; Handler.write runs them in order.
 type writeRoute struct {
 	// op is the admission operation; load may turn an Update into a
 	// Create (server-side apply of a missing object).
@@ -171,8 +176,11 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, q *scope, route 
 
 			h.enter(ctx, stageStorage)
 			out, err := route.store(ctx, in, a)
-			if errors.Is(err, errRetry) && ctx.Err() == nil {
-				continue
+			if retry := (*retryError)(nil); errors.As(err, &retry) {
+				if ctx.Err() == nil {
+					continue
+				}
+				err = retry.err
 			}
 			if err != nil {
 				fail(err)
