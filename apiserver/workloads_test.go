@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,6 +129,7 @@ func TestDeploymentScaleAndStatus(t *testing.T) {
 
 // Two candidates, one leader; the other takes over when it stops.
 func TestLeaderElection(t *testing.T) {
+	const leaseDuration = 2 * time.Second
 	ts := startServer(t)
 	var mu sync.Mutex
 	var leaders []string
@@ -138,7 +140,7 @@ func TestLeaderElection(t *testing.T) {
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		}
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-			Lock: lock, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+			Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 			ReleaseOnCancel: true,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(context.Context) {
@@ -152,6 +154,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	ctxA, stopA := context.WithCancel(context.Background())
 	ctxB, stopB := context.WithCancel(context.Background())
+	defer stopA()
 	defer stopB()
 	doneA := make(chan struct{})
 	go func() { run(ctxA, "a"); close(doneA) }()
@@ -170,10 +173,44 @@ func TestLeaderElection(t *testing.T) {
 		return nil
 	}
 	waitFor(1)
+	bStarted := time.Now()
 	go run(ctxB, "b")
-	// b must not lead while a renews: give it longer than a lease
-	// lasts, so that a lease a failed to renew would pass to b.
-	time.Sleep(3 * time.Second)
+	// b must not lead while a renews: wait until a has renewed the lease
+	// more than a lease's duration after b began to try, so that a lease
+	// a failed to renew would have passed to b by then.
+	leases := ts.clientset(t, admin).CoordinationV1().Leases("kube-system")
+	lease, err := leases.Get(context.Background(), "lock", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get the lease: %v", err)
+	}
+	w, err := leases.Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=lock", ResourceVersion: lease.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch the lease: %v", err)
+	}
+	defer w.Stop()
+	timeout := time.After(20 * time.Second)
+	for {
+		holder := "no one"
+		if h := lease.Spec.HolderIdentity; h != nil {
+			holder = *h
+		}
+		if holder != "a" {
+			t.Fatalf("lease held by %s while a renews, want a", holder)
+		}
+		if r := lease.Spec.RenewTime; r != nil && r.After(bStarted.Add(leaseDuration)) {
+			break
+		}
+		select {
+		case ev, ok := <-w.ResultChan():
+			if l, isLease := ev.Object.(*coordinationv1.Lease); ok && isLease {
+				lease = l
+				continue
+			}
+			t.Fatalf("lease watch ended or failed: %v", ev.Object)
+		case <-timeout:
+			t.Fatalf("a has not renewed the lease since %v", lease.Spec.RenewTime)
+		}
+	}
 	mu.Lock()
 	if len(leaders) != 1 {
 		t.Errorf("leaders %v while a leads, want only a", leaders)

@@ -60,16 +60,18 @@ func New(c Config) (*Authenticators, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	certs := &cachedCerts{
-		inner: x509request.New(x509.VerifyOptions{
-			Roots:     c.ClientCA,
-			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}, x509request.CommonNameUserConversion),
-		max:     c.TokenCacheSize,
-		now:     time.Now,
-		entries: map[[32]byte]certEntry{},
+	certs, err := newCachedCerts(x509request.New(x509.VerifyOptions{
+		Roots:     c.ClientCA,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, x509request.CommonNameUserConversion), c.TokenCacheSize, time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	var tokens authenticator.Token = &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: newTokenCache(c.TokenCacheSize), now: time.Now}
+	cache, err := newTokenCache(c.TokenCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	var tokens authenticator.Token = &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: cache, now: time.Now}
 	if c.OIDC != nil {
 		// A JWT the service account authenticator refuses goes on to
 		// the OIDC issuers.

@@ -2,10 +2,11 @@ package authn
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
@@ -13,14 +14,12 @@ import (
 // of client certificates that verified, until the first certificate of the
 // chain expires, so that a connection's later requests skip the chain's
 // signature checks. Only successes are remembered: a certificate that
-// failed is checked again each time. It holds at most max chains.
+// failed is checked again each time. It holds at most max chains,
+// dropping the least recently used.
 type cachedCerts struct {
-	inner authenticator.Request
-	max   int
-	now   func() time.Time
-
-	mu      sync.Mutex // guards entries
-	entries map[[32]byte]certEntry
+	inner   authenticator.Request
+	now     func() time.Time
+	entries *lru.Cache[[32]byte, certEntry]
 }
 
 type certEntry struct {
@@ -29,6 +28,14 @@ type certEntry struct {
 }
 
 var _ authenticator.Request = (*cachedCerts)(nil)
+
+func newCachedCerts(inner authenticator.Request, max int, now func() time.Time) (*cachedCerts, error) {
+	entries, err := lru.New[[32]byte, certEntry](max)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate cache of %d: %w", max, err)
+	}
+	return &cachedCerts{inner: inner, now: now, entries: entries}, nil
+}
 
 func (c *cachedCerts) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
@@ -44,25 +51,18 @@ func (c *cachedCerts) AuthenticateRequest(r *http.Request) (*authenticator.Respo
 	}
 	var key [32]byte
 	h.Sum(key[:0])
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && now.Before(e.expires) {
-		return e.resp, true, nil
+	if e, ok := c.entries.Get(key); ok {
+		if c.now().Before(e.expires) {
+			return e.resp, true, nil
+		}
+		// The same chain always expires at the same time: it is of no
+		// more use.
+		c.entries.Remove(key)
 	}
 	resp, ok, err := c.inner.AuthenticateRequest(r)
 	if err != nil || !ok {
 		return resp, ok, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		for k := range c.entries {
-			delete(c.entries, k)
-			break
-		}
-	}
-	c.entries[key] = certEntry{resp: resp, expires: expires}
+	c.entries.Add(key, certEntry{resp: resp, expires: expires})
 	return resp, true, nil
 }

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -126,43 +126,34 @@ func newVerifiedToken(claims *serviceaccount.Claims) *verifiedToken {
 }
 
 // tokenCache remembers verified tokens, by the SHA-256 of the token, until
-// they expire, and at most max of them.
+// they expire, and at most max of them, dropping the least recently used;
+// a dropped token is verified again on its next use.
 type tokenCache struct {
-	max     int
-	mu      sync.Mutex // guards entries
-	entries map[[32]byte]*verifiedToken
+	entries *lru.Cache[[32]byte, *verifiedToken]
 }
 
-func newTokenCache(max int) *tokenCache {
-	return &tokenCache{max: max, entries: map[[32]byte]*verifiedToken{}}
+func newTokenCache(max int) (*tokenCache, error) {
+	entries, err := lru.New[[32]byte, *verifiedToken](max)
+	if err != nil {
+		return nil, fmt.Errorf("token cache of %d: %w", max, err)
+	}
+	return &tokenCache{entries: entries}, nil
 }
 
 func (c *tokenCache) get(key [32]byte, now time.Time) (*verifiedToken, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.entries[key]
+	v, ok := c.entries.Get(key)
 	if !ok {
 		return nil, false
 	}
 	if !now.Before(v.claims.Expiry) || now.Before(v.claims.NotBefore.Add(-time.Minute)) {
-		delete(c.entries, key)
+		c.entries.Remove(key)
 		return nil, false
 	}
 	return v, true
 }
 
 func (c *tokenCache) put(key [32]byte, v *verifiedToken) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) >= c.max {
-		// Full: drop an arbitrary entry; a dropped token is verified
-		// again on its next use.
-		for k := range c.entries {
-			delete(c.entries, k)
-			break
-		}
-	}
-	c.entries[key] = v
+	c.entries.Add(key, v)
 }
 
 var errNoVerifier = errors.New("service account tokens: verifier is not set")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -396,13 +397,10 @@ func (c *watchCounter) release(user string) {
 // encodingCache remembers the framed watch events last encoded, by object,
 // event type and format, so that the watchers of one event share one
 // encoding. Objects from the watch caches are never modified, so an entry
-// stays right while it lives. It holds at most max entries, dropping the
+// stays right while it lives. It holds at most size entries, dropping the
 // oldest.
 type encodingCache struct {
-	max     int
-	mu      sync.Mutex // guards entries and order
-	entries map[encodingKey][]byte
-	order   []encodingKey
+	entries *lru.Cache[encodingKey, []byte]
 }
 
 type encodingKey struct {
@@ -411,31 +409,28 @@ type encodingKey struct {
 	mediaType string
 }
 
-func newEncodingCache(max int) *encodingCache {
-	return &encodingCache{max: max, entries: map[encodingKey][]byte{}}
+// newEncodingCache returns a cache of size entries, at least one.
+func newEncodingCache(size int) *encodingCache {
+	// lru.New refuses only a size below one, which max rules out.
+	entries, _ := lru.New[encodingKey, []byte](max(size, 1))
+	return &encodingCache{entries: entries}
 }
 
 func (c *encodingCache) get(obj runtime.Object, typ, mediaType string, encode func() ([]byte, error)) ([]byte, error) {
 	key := encodingKey{obj: obj, typ: typ, mediaType: mediaType}
-	c.mu.Lock()
-	if b, ok := c.entries[key]; ok {
-		c.mu.Unlock()
+	// Peek, not Get: the watchers of an event ask for it within moments
+	// of each other, so the oldest entry is the one to drop, and lookups
+	// share a read lock.
+	if b, ok := c.entries.Peek(key); ok {
 		return b, nil
 	}
-	c.mu.Unlock()
 	b, err := encode()
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; !ok {
-		c.entries[key] = b
-		c.order = append(c.order, key)
-		if len(c.order) > c.max {
-			delete(c.entries, c.order[0])
-			c.order = c.order[1:]
-		}
+	// Another watcher may have encoded it meanwhile: share its bytes.
+	if prev, ok, _ := c.entries.PeekOrAdd(key, b); ok {
+		return prev, nil
 	}
 	return b, nil
 }

@@ -1,6 +1,8 @@
 // Package kinds holds the per-kind rules kube-apiserver applies to a write
 // before it reaches storage: defaulting, validation of create and update, and
-// the fields a field selector may match on.
+// the fields a field selector may match on; and what kube's strategies
+// decide for a kind that the caller applies: a pod's QoS class when it is
+// created (QOSClass) and how long a deleted pod waits (PodGracePeriod).
 //
 // Kubernetes keeps these rules in k8s.io/kubernetes (pkg/apis/*/v1/defaults.go,
 // pkg/apis/*/validation, pkg/registry/*/strategy.go) and runs them on its

@@ -95,12 +95,14 @@ func coreResources() []*Resource {
 			Defaults:      func(obj runtime.Object) { kinds.DefaultPod(obj.(*corev1.Pod)) },
 			PrepareCreate: func(obj runtime.Object) {
 				p := obj.(*corev1.Pod)
-				p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&p.Spec)}
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: kinds.QOSClass(&p.Spec)}
 			},
 			Validate:       typed(kinds.ValidatePod),
 			ValidateStatus: typed(kinds.ValidatePodStatusUpdate),
 			Fields:         func(obj runtime.Object) fields.Set { return kinds.PodFields(obj.(*corev1.Pod)) },
-			GracePeriod:    podGracePeriod,
+			GracePeriod: func(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+				return kinds.PodGracePeriod(obj.(*corev1.Pod), opts)
+			},
 			Subresources: []Subresource{
 				{Name: "status", Kind: core.WithKind("Pod"), Verbs: statusVerbs},
 				{Name: "binding", Kind: core.WithKind("Binding"), Verbs: metav1.Verbs{"create"}},
@@ -142,55 +144,6 @@ func coreResources() []*Resource {
 			Fields:        func(obj runtime.Object) fields.Set { return kinds.EventFields(obj.(*corev1.Event)) },
 		},
 	}
-}
-
-// podGracePeriod is kube's: a pod that no node runs, or that has finished,
-// goes at once; otherwise it waits for its node agent, the grace period
-// asked for or the pod's own.
-func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
-	p := obj.(*corev1.Pod)
-	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return 0
-	}
-	if opts.GracePeriodSeconds != nil {
-		return *opts.GracePeriodSeconds
-	}
-	if p.Spec.TerminationGracePeriodSeconds != nil {
-		return *p.Spec.TerminationGracePeriodSeconds
-	}
-	return corev1.DefaultTerminationGracePeriodSeconds
-}
-
-// qosClass is the pod's quality of service class, as kube computes it.
-func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	guaranteed := true
-	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
-		for name, q := range c.Resources.Requests {
-			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
-				requests[name] = q
-			}
-		}
-		for name, q := range c.Resources.Limits {
-			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
-				limits[name] = q
-			}
-		}
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			l, hasLimit := c.Resources.Limits[name]
-			r, hasRequest := c.Resources.Requests[name]
-			if !hasLimit || (hasRequest && r.Cmp(l) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case len(requests) == 0 && len(limits) == 0:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
 }
 
 // eventsResource serves events.k8s.io/v1 Events from the core/v1 Events
