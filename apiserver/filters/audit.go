@@ -44,7 +44,8 @@ func NewAuditor(policy *audit.Policy, sink AuditSink, logger *slog.Logger) *Audi
 // WithAudit records the request in the audit log once it is complete. The
 // response is held until its event is written: if the event cannot be
 // written, the client gets a 500 instead, so nothing is answered that is
-// not audited.
+// not audited. A panic in next is audited as the 500 that WithRecovery
+// answers for it.
 func WithAudit(next http.Handler, a *Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.serve(w, r, next)
@@ -82,20 +83,49 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		a.serveStreaming(w, r.WithContext(audit.WithRecord(ctx, rec)), next, attrs, rec, received)
 		return
 	}
+	defer a.auditPanic(w, r, attrs, rec, received, nil)
 	buf := &bufferedResponse{header: w.Header()}
 	next.ServeHTTP(buf, r.WithContext(audit.WithRecord(ctx, rec)))
 
 	ev := a.event(r, attrs, rec, received, buf)
 	if err := a.sink.Write(ev); err != nil {
-		a.logger.ErrorContext(ctx, "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
-		for k := range w.Header() {
-			w.Header().Del(k)
-		}
-		st := apierrors.NewInternalError(errAuditUnavailable).Status()
-		responses.WriteStatus(w, &st)
+		a.refuse(w, r, ev, err)
 		return
 	}
 	buf.flushTo(w)
+}
+
+// refuse answers 500 in place of a response whose event could not be
+// written: nothing the handler set goes out, not even the Audit-Id, which
+// names no event.
+func (a *Auditor) refuse(w http.ResponseWriter, r *http.Request, ev *auditv1.Event, err error) {
+	a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
+	clear(w.Header())
+	st := apierrors.NewInternalError(errAuditUnavailable).Status()
+	responses.WriteStatus(w, &st)
+}
+
+// auditPanic, deferred, audits a panic in the handler as the 500 that the
+// recovery filter will answer, as kube-apiserver does, and passes the
+// panic on. The handler's headers are dropped so that they do not go out
+// with that 500. A response that has started (started set) was audited
+// when it started, and is left alone.
+func (a *Auditor) auditPanic(w http.ResponseWriter, r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, started *bool) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if started == nil || !*started {
+		clear(w.Header())
+		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: http.StatusInternalServerError})
+		ev.Stage = auditv1.StagePanic
+		if err := a.sink.Write(ev); err != nil {
+			a.logger.ErrorContext(r.Context(), "audit write failed", "audit_id", ev.AuditID, "err", err)
+		} else {
+			w.Header().Set(AuditIDHeader, string(ev.AuditID))
+		}
+	}
+	panic(p)
 }
 
 // AuditIDHeader carries the request's audit ID in every audited response.
@@ -116,13 +146,12 @@ func (a *Auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next ht
 		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
 		ev.Stage = auditv1.StageResponseStarted
 		if err := a.sink.Write(ev); err != nil {
-			a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
-			st := apierrors.NewInternalError(errAuditUnavailable).Status()
-			responses.WriteStatus(w, &st)
+			a.refuse(w, r, ev, err)
 			return false
 		}
 		return true
 	}}
+	defer a.auditPanic(w, r, attrs, rec, received, &sw.started)
 	next.ServeHTTP(sw, r)
 	if !sw.started {
 		sw.WriteHeader(http.StatusOK)
