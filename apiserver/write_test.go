@@ -85,6 +85,8 @@ type writeRouteCase struct {
 	subresource string
 	verb        string
 	patchType   types.PatchType
+	// missing: the object does not exist (an apply then creates it).
+	missing bool
 }
 
 func (c writeRouteCase) String() string {
@@ -94,6 +96,9 @@ func (c writeRouteCase) String() string {
 	}
 	if c.patchType != "" {
 		s += " (" + string(c.patchType) + ")"
+	}
+	if c.missing {
+		s += " of a missing object"
 	}
 	return s
 }
@@ -115,6 +120,9 @@ func writeRouteCases(reg *registry.Registry) []writeRouteCase {
 			}
 			for _, pt := range []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType} {
 				out = append(out, writeRouteCase{res: res, subresource: sub, verb: verb, patchType: pt})
+			}
+			if sub == "" && res.Review == nil {
+				out = append(out, writeRouteCase{res: res, verb: verb, patchType: types.ApplyYAMLPatchType, missing: true})
 			}
 		}
 	}
@@ -274,6 +282,9 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 				t.Fatalf("no fixture of %s: add one to doorFixtures", c.res.GVK())
 			}
 			name := nameOf(c.res)
+			if c.missing {
+				name += "-missing"
+			}
 			url := pathOf(c.res, name)
 			if c.subresource != "" {
 				url += "/" + c.subresource
@@ -304,7 +315,14 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 				}
 				method, body = http.MethodPut, got
 			case c.verb == "patch":
-				method, contentType, body = http.MethodPatch, string(c.patchType), doorPatch(c, fixture)
+				method, contentType, body = http.MethodPatch, string(c.patchType), doorPatch(c, fixture, name)
+				if c.missing {
+					// The whole object: the apply creates it.
+					obj := fixture.DeepCopyObject()
+					accessor, _ := meta.Accessor(obj)
+					accessor.SetName(name)
+					body = mustJSON(obj)
+				}
 				if c.patchType == types.ApplyYAMLPatchType {
 					// Forced: another manager owns the replicas.
 					url += "?fieldManager=door&force=true"
@@ -331,6 +349,12 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			if audit.AtLeast(ev.Level, auditv1.LevelRequest) && (ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0) {
 				t.Errorf("audit event at level %s has no request object", ev.Level)
 			}
+			if !audit.AtLeast(ev.Level, auditv1.LevelRequest) && ev.RequestObject != nil {
+				t.Errorf("audit event at level %s records the request object", ev.Level)
+			}
+			if (c.res.GVR.Resource == "secrets" || c.subresource == "token" || c.res.GVR.Resource == "tokenreviews") && ev.Level != auditv1.LevelMetadata {
+				t.Errorf("audit event of a credential-bearing write at level %s, want Metadata", ev.Level)
+			}
 		})
 	}
 }
@@ -344,7 +368,7 @@ func boolInt(b bool) int {
 
 // doorPatch is a patch of the route's type that changes the fixture, or
 // its Scale, harmlessly.
-func doorPatch(c writeRouteCase, fixture runtime.Object) []byte {
+func doorPatch(c writeRouteCase, fixture runtime.Object, name string) []byte {
 	if c.subresource == "scale" {
 		switch c.patchType {
 		case types.JSONPatchType:
@@ -359,8 +383,7 @@ func doorPatch(c writeRouteCase, fixture runtime.Object) []byte {
 		return []byte(`[{"op":"add","path":"/metadata/labels/patched","value":"yes"}]`)
 	case types.ApplyYAMLPatchType:
 		gvk := fixture.GetObjectKind().GroupVersionKind()
-		accessor, _ := meta.Accessor(fixture)
-		return []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"labels":{"patched":"yes"}}}`, gvk.GroupVersion().String(), gvk.Kind, accessor.GetName()))
+		return []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"labels":{"patched":"yes"}}}`, gvk.GroupVersion().String(), gvk.Kind, name))
 	}
 	return []byte(`{"metadata":{"labels":{"patched":"yes"}}}`)
 }

@@ -2,7 +2,6 @@ package filters
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -14,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
@@ -199,12 +196,6 @@ func (s *streamingResponse) FlushError() error {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (s *streamingResponse) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// isLongRunning reports whether the request streams its response.
-func isLongRunning(ctx context.Context) bool {
-	info, ok := request.RequestInfoFrom(ctx)
-	return ok && info.IsResourceRequest && info.Verb == "watch"
-}
-
 func (a *Auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
@@ -249,31 +240,6 @@ func sourceIPs(r *http.Request) []string {
 	return []string{host}
 }
 
-// attributesFrom describes the request for the audit policy and the
-// authorizer, from the user and request info in ctx.
-func attributesFrom(ctx context.Context, r *http.Request) authorizer.Attributes {
-	attrs := authorizer.AttributesRecord{Path: r.URL.Path}
-	if u, ok := request.UserFrom(ctx); ok {
-		attrs.User = u
-	} else {
-		attrs.User = &user.DefaultInfo{}
-	}
-	info, ok := request.RequestInfoFrom(ctx)
-	if !ok {
-		return attrs
-	}
-	attrs.Verb = info.Verb
-	attrs.ResourceRequest = info.IsResourceRequest
-	attrs.Path = info.Path
-	attrs.APIGroup = info.APIGroup
-	attrs.APIVersion = info.APIVersion
-	attrs.Resource = info.Resource
-	attrs.Subresource = info.Subresource
-	attrs.Namespace = info.Namespace
-	attrs.Name = info.Name
-	return attrs
-}
-
 // bufferedResponse holds a response until it may be sent.
 type bufferedResponse struct {
 	header http.Header
@@ -309,7 +275,7 @@ func (b *bufferedResponse) flushTo(w http.ResponseWriter) {
 }
 
 // decodeStatus reads the metav1.Status of an error response; every error
-// response is written by writeStatus, as JSON.
+// response is written by responses.WriteStatus, as JSON.
 func decodeStatus(b *bufferedResponse) (*metav1.Status, bool) {
 	var st metav1.Status
 	if err := json.Unmarshal(b.body.Bytes(), &st); err != nil || st.Kind != "Status" {

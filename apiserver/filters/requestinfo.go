@@ -11,6 +11,8 @@ import (
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
+// NewRequestInfoResolver parses requests as kube-apiserver does, with /api
+// and /apis as the prefixes of resource requests.
 func NewRequestInfoResolver() *request.RequestInfoFactory {
 	return &request.RequestInfoFactory{
 		APIPrefixes:          sets.NewString("api", "apis"),

@@ -57,49 +57,48 @@ func (h *Handler) bindingRoute(q *scope) *writeRoute {
 	}
 }
 
-// assignPod sets the node of the pod b binds, if it has none, retrying
-// when the pod changes meanwhile unless b names the resourceVersion.
+// assignPod sets the node of the pod b binds, if it has none. When the pod
+// changes meanwhile the write is retried, unless b names the
+// resourceVersion.
 func (h *Handler) assignPod(ctx context.Context, q *scope, b *corev1.Binding, dry bool) error {
 	gr := q.res.GroupResource()
-	for {
-		obj, err := h.load(ctx, q, q.name)
-		if err != nil {
-			return q.storageError(err, q.name)
+	obj, err := h.load(ctx, q, q.name)
+	if err != nil {
+		return q.storageError(err, q.name)
+	}
+	p := obj.(*corev1.Pod)
+	if p.DeletionTimestamp != nil {
+		return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", q.name))
+	}
+	if p.Spec.NodeName != "" {
+		return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is already assigned to node %q", q.name, p.Spec.NodeName))
+	}
+	if b.UID != "" && b.UID != p.UID {
+		return apierrors.NewConflict(gr, q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, p.UID))
+	}
+	if b.ResourceVersion != "" && b.ResourceVersion != p.ResourceVersion {
+		return q.storageError(storage.ErrConflict, q.name)
+	}
+	p.Spec.NodeName = b.Target.Name
+	for k, v := range b.Annotations {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
 		}
-		p := obj.(*corev1.Pod)
-		if p.DeletionTimestamp != nil {
-			return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", q.name))
-		}
-		if p.Spec.NodeName != "" {
-			return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is already assigned to node %q", q.name, p.Spec.NodeName))
-		}
-		if b.UID != "" && b.UID != p.UID {
-			return apierrors.NewConflict(gr, q.name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, p.UID))
-		}
-		if b.ResourceVersion != "" && b.ResourceVersion != p.ResourceVersion {
-			return q.storageError(storage.ErrConflict, q.name)
-		}
-		p.Spec.NodeName = b.Target.Name
-		for k, v := range b.Annotations {
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			p.Annotations[k] = v
-		}
-		setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-		if dry {
-			return nil
-		}
-		rev, _ := storage.ParseResourceVersion(p.ResourceVersion)
-		err = h.save(ctx, q, q.name, rev, p)
-		if errors.Is(err, storage.ErrConflict) && b.ResourceVersion == "" && ctx.Err() == nil {
-			continue
-		}
-		if err != nil {
-			return q.storageError(err, q.name)
-		}
+		p.Annotations[k] = v
+	}
+	setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+	if dry {
 		return nil
 	}
+	rev, _ := storage.ParseResourceVersion(p.ResourceVersion)
+	err = h.save(ctx, q, q.name, rev, p)
+	if errors.Is(err, storage.ErrConflict) && b.ResourceVersion == "" {
+		return &retryError{err: q.storageError(err, q.name)}
+	}
+	if err != nil {
+		return q.storageError(err, q.name)
+	}
+	return nil
 }
 
 func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {

@@ -17,7 +17,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
-// readBody reads the request body within the limit set by withLimits.
+// readBody reads the request body within the limit set by filters.WithLimits.
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

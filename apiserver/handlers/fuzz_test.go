@@ -13,7 +13,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
-// fuzzServer is just enough of a server to decode requests.
+// fuzzHandler is just enough of a handler to decode requests.
 func fuzzHandler(t testing.TB) *Handler {
 	scheme, err := registry.NewScheme()
 	if err != nil {

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,18 +17,6 @@ func (h *Handler) load(ctx context.Context, q *scope, name string) (runtime.Obje
 		return nil, err
 	}
 	return q.served(obj), nil
-}
-
-// exists reports whether the object name of q's resource is stored.
-func (h *Handler) exists(ctx context.Context, q *scope, name string) (bool, error) {
-	_, err := h.load(ctx, q, name)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
 }
 
 // save stores obj as name: created when rev is 0, else updated if still at

@@ -52,7 +52,23 @@ func (h *Handler) tokenRoute(q *scope) *writeRoute {
 			in.opts, in.dry = admitted, false
 			return in, nil
 		},
-		build: takeRequestObject,
+		build: func(_ context.Context, _ http.ResponseWriter, _ *http.Request, in *writeInput, a *attempt) error {
+			// Admission sees the request as it will be answered: for
+			// the URL's service account, the API server's audiences and
+			// an hour unless it asks for others, and no status.
+			tr := in.obj.(*authenticationv1.TokenRequest)
+			tr.Namespace, tr.Name = q.namespace, q.name
+			if len(tr.Spec.Audiences) == 0 {
+				tr.Spec.Audiences = h.apiAudiences
+			}
+			if tr.Spec.ExpirationSeconds == nil {
+				secs := int64(DefaultTokenExpiration / time.Second)
+				tr.Spec.ExpirationSeconds = &secs
+			}
+			tr.Status = authenticationv1.TokenRequestStatus{}
+			a.obj = tr
+			return nil
+		},
 		validate: func(_ context.Context, _ *writeInput, a *attempt) error {
 			return h.validateTokenRequest(q, a.obj.(*authenticationv1.TokenRequest))
 		},
@@ -110,14 +126,9 @@ func (h *Handler) issueToken(ctx context.Context, q *scope, tr *authenticationv1
 	if sa == nil {
 		return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), q.name)
 	}
-	expiration := DefaultTokenExpiration
-	if tr.Spec.ExpirationSeconds != nil {
-		expiration = time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
-	}
+	// The defaults stage set the expiration and the audiences.
+	expiration := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
 	claims := serviceaccount.Claims{Namespace: q.namespace, Name: q.name, UID: sa.UID, Audiences: tr.Spec.Audiences}
-	if len(claims.Audiences) == 0 {
-		claims.Audiences = h.apiAudiences
-	}
 	if ref := tr.Spec.BoundObjectRef; ref != nil {
 		ns := q.namespace
 		if ref.Kind == "Node" {
@@ -138,11 +149,6 @@ func (h *Handler) issueToken(ctx context.Context, q *scope, tr *authenticationv1
 	if err != nil {
 		return nil, err
 	}
-	tr.Namespace = q.namespace
-	tr.Name = q.name
-	tr.Spec.Audiences = claims.Audiences
-	secs := int64(expiration / time.Second)
-	tr.Spec.ExpirationSeconds = &secs
 	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(claims.Expiry)}
 	return tr, nil
 }

@@ -173,7 +173,12 @@ func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *atte
 		if err != nil {
 			return nil, err
 		}
-		rev, _ := storage.ParseResourceVersion(accessor.GetResourceVersion())
+		// The revision read, whatever admission made of the object's.
+		oldAccessor, err := meta.Accessor(a.old)
+		if err != nil {
+			return nil, err
+		}
+		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
 		if accessor.GetDeletionTimestamp() != nil && len(accessor.GetFinalizers()) == 0 && gracePeriodOver(accessor) {
 			// The last finalizer is gone: the deletion completes.
 			err = h.deleteStored(ctx, q, q.name, rev)

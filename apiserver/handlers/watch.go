@@ -15,14 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -37,49 +34,6 @@ const (
 	// a watch with sendInitialEvents.
 	initialEventsEnd = "k8s.io/initial-events-end"
 )
-
-// selector filters objects by label and field.
-type selector struct {
-	res    *registry.Resource
-	labels labels.Selector
-	fields fields.Selector
-}
-
-func parseSelector(q *scope, r *http.Request) (*selector, error) {
-	query := r.URL.Query()
-	ls, err := labels.Parse(query.Get("labelSelector"))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector: %v", err))
-	}
-	fs, err := fields.ParseSelector(query.Get("fieldSelector"))
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid fieldSelector: %v", err))
-	}
-	supported := q.res.FieldLabels()
-	for _, req := range fs.Requirements() {
-		if !supported[req.Field] {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-		}
-	}
-	return &selector{res: q.res, labels: ls, fields: fs}, nil
-}
-
-func (s *selector) everything() bool { return s.labels.Empty() && s.fields.Empty() }
-
-func (s *selector) matches(obj runtime.Object) bool {
-	if obj == nil {
-		return false
-	}
-	if s.everything() {
-		return true
-	}
-	accessor, err := meta.Accessor(obj)
-	if err != nil || !s.labels.Matches(labels.Set(accessor.GetLabels())) {
-		return false
-	}
-	set, err := s.res.ObjectFields(obj)
-	return err == nil && s.fields.Matches(set)
-}
 
 // watchOptions are the query parameters of a watch.
 type watchOptions struct {

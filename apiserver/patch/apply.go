@@ -98,7 +98,7 @@ func (m *Manager) typed(obj runtime.Object) (runtime.Object, error) {
 	if reflect.TypeOf(obj) != m.objType {
 		u, ok := obj.(runtime.Unstructured)
 		if !ok {
-			return nil, apierrors.NewInternalError(fmt.Errorf("apply returned a %T", obj))
+			return nil, fmt.Errorf("apply returned a %T", obj)
 		}
 		typed := m.newObject()
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed); err != nil {

@@ -39,7 +39,7 @@ func (m *Manager) applyJSON(current runtime.Object, patchType types.PatchType, b
 	}
 	doc, err := json.Marshal(current)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("encode the stored %s: %w", m.gvk.Kind, err))
+		return nil, fmt.Errorf("encode the stored %s: %w", m.gvk.Kind, err)
 	}
 
 	var patched []byte
@@ -132,7 +132,7 @@ func mergePatch(doc, patch []byte) ([]byte, error) {
 		d, err := decodeJSON(doc)
 		obj, ok := d.(map[string]any)
 		if err != nil || !ok {
-			return nil, apierrors.NewInternalError(errors.New("merge patch: the stored object is not a JSON object"))
+			return nil, errors.New("merge patch: the stored object is not a JSON object")
 		}
 		mergeObject(obj, p)
 		merged = obj
@@ -145,7 +145,7 @@ func mergePatch(doc, patch []byte) ([]byte, error) {
 	}
 	out, err := json.Marshal(merged)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("merge patch: encode the result: %w", err))
+		return nil, fmt.Errorf("merge patch: encode the result: %w", err)
 	}
 	return out, nil
 }

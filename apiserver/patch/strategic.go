@@ -18,7 +18,7 @@ import (
 func (m *Manager) applyStrategic(current runtime.Object, body []byte, check *fieldCheck) (runtime.Object, error) {
 	original, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("convert the stored %s: %w", m.gvk.Kind, err))
+		return nil, fmt.Errorf("convert the stored %s: %w", m.gvk.Kind, err)
 	}
 	patchMap := map[string]any{}
 	if check.enabled {

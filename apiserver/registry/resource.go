@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// resource is one served REST resource and the rules particular to it.
+// Resource is one served REST resource and the rules particular to it.
 type Resource struct {
 	GVR        schema.GroupVersionResource
 	Kind       string
@@ -47,7 +47,7 @@ type Resource struct {
 	// TracksGeneration: metadata.generation starts at 1 and counts changes
 	// of the spec.
 	TracksGeneration bool
-	// supportedFields are the field selector labels; see fieldLabels.
+	// supportedFields are the field selector labels; see FieldLabels.
 	supportedFields map[string]bool
 	// Review, when set, makes this a create-only resource that is
 	// computed, never stored.
@@ -73,6 +73,7 @@ func (r *Resource) HasStatus() bool {
 	return false
 }
 
+// Subresource finds a subresource of the resource by name.
 func (r *Resource) Subresource(name string) (Subresource, bool) {
 	for _, sub := range r.Subresources {
 		if sub.Name == name {
@@ -82,11 +83,13 @@ func (r *Resource) Subresource(name string) (Subresource, bool) {
 	return Subresource{}, false
 }
 
+// GVK is the kind of the resource's objects.
 func (r *Resource) GVK() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
 
+// GroupResource is the resource without its version.
 func (r *Resource) GroupResource() schema.GroupResource { return r.GVR.GroupResource() }
 
-// verbs are the verbs the resource supports.
+// Verbs are the verbs the resource supports.
 func (r *Resource) Verbs() metav1.Verbs {
 	if r.Review != nil {
 		return metav1.Verbs{"create"}
@@ -128,7 +131,7 @@ func (r *Registry) Lookup(group, version, res string) (*Resource, bool) {
 	return x, ok
 }
 
-// stored are the resources kept in etcd under their own keys.
+// Stored are the resources kept in etcd under their own keys.
 func (r *Registry) Stored() []*Resource {
 	var out []*Resource
 	for _, res := range r.all {
@@ -139,7 +142,7 @@ func (r *Registry) Stored() []*Resource {
 	return out
 }
 
-// namespaced are the resources deleted with their namespace.
+// Namespaced are the resources deleted with their namespace.
 func (r *Registry) Namespaced() []*Resource {
 	var out []*Resource
 	for _, res := range r.Stored() {
@@ -150,7 +153,7 @@ func (r *Registry) Namespaced() []*Resource {
 	return out
 }
 
-// objectFields are the field selector labels of obj.
+// ObjectFields are the field selector labels of obj.
 func (r *Resource) ObjectFields(obj runtime.Object) (fields.Set, error) {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
@@ -168,7 +171,7 @@ func (r *Resource) ObjectFields(obj runtime.Object) (fields.Set, error) {
 	return set, nil
 }
 
-// fieldLabels are the field selector labels the resource supports,
+// FieldLabels are the field selector labels the resource supports,
 // computed once by New.
 func (r *Resource) FieldLabels() map[string]bool { return r.supportedFields }
 
@@ -187,16 +190,4 @@ type View struct {
 	Stored     *Resource
 	ToStored   func(runtime.Object) runtime.Object
 	FromStored func(runtime.Object) runtime.Object
-}
-
-// typed adapts a validation of objects of one Go type, whose old object is
-// nil on create, to a Resource's.
-func typed[T runtime.Object](validate func(obj, old T) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
-	return func(obj, old runtime.Object) field.ErrorList {
-		var o T
-		if old != nil {
-			o = old.(T)
-		}
-		return validate(obj.(T), o)
-	}
 }

@@ -30,7 +30,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// codecs serves JSON, YAML and protobuf without conversion: trustplane
+// NewCodecs serves JSON, YAML and protobuf without conversion: trustplane
 // stores and serves each kind in its one external version. As in
 // kube-apiserver, each media type's Serializer drops unknown fields and
 // takes the last of duplicate keys; its StrictSerializer reports them, for

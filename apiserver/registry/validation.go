@@ -227,3 +227,15 @@ func ValidateObject(res *Resource, obj, old runtime.Object) error {
 	}
 	return nil
 }
+
+// typed adapts a validation of objects of one Go type, whose old object is
+// nil on create, to a Resource's.
+func typed[T runtime.Object](validate func(obj, old T) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
+	return func(obj, old runtime.Object) field.ErrorList {
+		var o T
+		if old != nil {
+			o = old.(T)
+		}
+		return validate(obj.(T), o)
+	}
+}

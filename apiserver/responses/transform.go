@@ -38,11 +38,6 @@ func (transformRestrictions) AllowsMediaTypeTransform(mimeType, mimeSubType stri
 func (transformRestrictions) AllowsServerVersion(string) bool  { return false }
 func (transformRestrictions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
-// Negotiate picks the output format and the transformation asked for.
-func (rs *Writer) Negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
-	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
-}
-
 // Transform turns obj (an object or a list) into what the client asked
 // for: unchanged, a Table, or partial object metadata. noHeaders drops the
 // Table's column definitions (watch events after the first).
@@ -126,6 +121,8 @@ func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) 
 	}, nil
 }
 
+// NotAcceptable is the 406 answer to a format or transformation that is
+// not served.
 func NotAcceptable(msg string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/trustplane/trustplane/audit"
 )
@@ -87,6 +88,8 @@ func (rs *Writer) Error(w http.ResponseWriter, r *http.Request, err error) {
 	WriteError(r.Context(), w, rs.logger, err)
 }
 
+// WriteError writes err as a metav1.Status: an API error as it is, any
+// other error as a generic 500 whose cause goes to logger only.
 func WriteError(ctx context.Context, w http.ResponseWriter, logger *slog.Logger, err error) {
 	var status metav1.Status
 	var apiStatus apierrors.APIStatus
@@ -206,4 +209,9 @@ func NotFound() error {
 		Reason:  metav1.StatusReasonNotFound,
 		Message: "the server could not find the requested resource",
 	}}
+}
+
+// Negotiate picks the output format and the transformation asked for.
+func (rs *Writer) Negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
+	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
 }
