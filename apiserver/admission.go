@@ -11,7 +11,8 @@ import (
 // admissionChains are the mutating and the validating admission chains,
 // each in kube-apiserver's plugin order. A plugin is in the chain of each
 // interface it implements: today's plugins only validate, so the mutating
-// chain is empty and handles nothing. extra plugins go last.
+// chain is empty and handles nothing. extra plugins (the Rego stage, as
+// kube's admission webhooks) go last.
 func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
 	lifecycle, err := admission.NewNamespaceLifecycle(reader)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/authn/oidc"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -38,6 +39,12 @@ type Options struct {
 	// AuthenticationConfig is an AuthenticationConfiguration file with
 	// OIDC issuers; "" uses DIR/authentication-config.yaml when it exists.
 	AuthenticationConfig string
+	// AdmissionPolicyDir holds the Rego admission policies; "" is
+	// DIR/policies. It must exist, and its policies load and pass their
+	// tests, or the server does not start.
+	AdmissionPolicyDir string
+	// AdmissionPolicyTimeout bounds the policies' evaluation per request.
+	AdmissionPolicyTimeout time.Duration
 }
 
 // Defaults of the ServiceAccount token flags, as kube-apiserver's.
@@ -49,15 +56,16 @@ const (
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:              datadir.DefaultDir,
-		BindAddress:          "127.0.0.1",
-		SecurePort:           6443,
-		EtcdServers:          []string{"https://127.0.0.1:2379"},
-		RequestTimeout:       DefaultRequestTimeout,
-		MaxRequestBodyBytes:  DefaultMaxRequestBodyBytes,
-		MaxRequestsInFlight:  DefaultMaxRequestsInFlight,
-		ServiceAccountIssuer: DefaultServiceAccountIssuer,
-		MaxTokenExpiration:   DefaultMaxTokenExpiration,
+		DataDir:                datadir.DefaultDir,
+		BindAddress:            "127.0.0.1",
+		SecurePort:             6443,
+		EtcdServers:            []string{"https://127.0.0.1:2379"},
+		RequestTimeout:         DefaultRequestTimeout,
+		MaxRequestBodyBytes:    DefaultMaxRequestBodyBytes,
+		MaxRequestsInFlight:    DefaultMaxRequestsInFlight,
+		ServiceAccountIssuer:   DefaultServiceAccountIssuer,
+		MaxTokenExpiration:     DefaultMaxTokenExpiration,
+		AdmissionPolicyTimeout: opa.DefaultTimeout,
 	}
 }
 
@@ -83,6 +91,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", o.RequestTimeout))
+	}
+	if o.AdmissionPolicyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--admission-policy-timeout %s must be positive", o.AdmissionPolicyTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -121,6 +132,17 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	policyDir := o.AdmissionPolicyDir
+	if policyDir == "" {
+		policyDir = l.Policies()
+	}
+	if _, err := os.Stat(policyDir); err != nil {
+		return nil, nil, fmt.Errorf("admission policies: %w (run trustplane init)", err)
+	}
+	policies, err := opa.LoadDirs(ctx, policyDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admission policies in %s: %w", policyDir, err)
+	}
 	etcdClient, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(l.PKI(), o.EtcdServers))
 	if err != nil {
 		return nil, nil, err
@@ -137,6 +159,8 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		Transformers:        transformers,
 		AuditPolicy:         policy,
 		AuditSink:           auditLog,
+		AdmissionPolicies:   policies,
+		AdmissionTimeout:    o.AdmissionPolicyTimeout,
 		TokenIssuer:         issuer,
 		TokenVerifier:       verifier,
 		APIAudiences:        []string{o.ServiceAccountIssuer},

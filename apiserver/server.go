@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/filters"
@@ -53,6 +54,11 @@ type Config struct {
 	Transformers map[schema.GroupResource]value.Transformer
 	AuditPolicy  *audit.Policy
 	AuditSink    AuditSink
+	// AdmissionPolicies are the Rego admission policies, run last in both
+	// admission chains, each evaluation bounded by AdmissionTimeout. An
+	// empty set runs nothing; a nil one is refused.
+	AdmissionPolicies *opa.Set
+	AdmissionTimeout  time.Duration
 	// TokenIssuer signs and TokenVerifier checks ServiceAccount tokens,
 	// for APIAudiences unless a request names others.
 	TokenIssuer   *serviceaccount.Issuer
@@ -123,6 +129,9 @@ func (c *Config) validate() error {
 	}
 	if c.AuditSink == nil {
 		errs = append(errs, errors.New("audit sink is not set"))
+	}
+	if c.AdmissionPolicies == nil || c.AdmissionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("admission policies and a positive timeout are required, got timeout %s", c.AdmissionTimeout))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("request timeout must be positive, got %s", c.RequestTimeout))
@@ -231,7 +240,11 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, c.extraAdmission)
+	rego, err := opa.NewPlugin(c.AdmissionPolicies, c.AdmissionTimeout, c.Logger)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
 	if err != nil {
 		return nil, err
 	}

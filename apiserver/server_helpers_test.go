@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
@@ -77,7 +78,13 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 	if err != nil {
 		t.Fatal(err)
 	}
+	policies, err := opa.Compile(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Config{
+		AdmissionPolicies:   policies,
+		AdmissionTimeout:    opa.DefaultTimeout,
 		TokenIssuer:         issuer,
 		TokenVerifier:       verifier,
 		APIAudiences:        []string{DefaultServiceAccountIssuer},

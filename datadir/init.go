@@ -3,6 +3,7 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -97,7 +98,23 @@ func Init(o Options) ([]string, error) {
 	if err := os.MkdirAll(filepath.Dir(l.AuditLog()), 0o700); err != nil {
 		return nil, err
 	}
+	if created, err := ensurePolicies(l.Policies()); err != nil {
+		return nil, err
+	} else if created {
+		changed = append(changed, filepath.Base(l.Policies())+"/")
+	}
 	return changed, nil
+}
+
+// ensurePolicies creates the admission policy directory when it does not
+// exist. One that exists is the operator's, kept as it is, even empty.
+func ensurePolicies(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	return true, os.Mkdir(dir, 0o700)
 }
 
 func ensureFile(path string, content func() ([]byte, error)) (bool, error) {

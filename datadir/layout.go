@@ -17,6 +17,7 @@ func (l Layout) EtcdData() string         { return filepath.Join(l.Dir, "etcd") 
 func (l Layout) EncryptionConfig() string { return filepath.Join(l.Dir, "encryption-config.yaml") }
 func (l Layout) AuditPolicy() string      { return filepath.Join(l.Dir, "audit-policy.yaml") }
 func (l Layout) AuditLog() string         { return filepath.Join(l.Dir, "audit", "audit.log") }
+func (l Layout) Policies() string         { return filepath.Join(l.Dir, "policies") }
 
 // Kubeconfig is the kubeconfig of one identity: admin, scheduler or
 // controller-manager.

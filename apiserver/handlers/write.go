@@ -5,12 +5,15 @@ import (
 	"errors"
 	"net/http"
 
+	"k8s.io/apiserver/pkg/warning"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -113,7 +116,9 @@ type writeRoute struct {
 // target and each retry of an update that raced with another writer.
 // The request object is recorded for the audit log once decoded.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, q *scope, route *writeRoute) {
-	ctx := r.Context()
+	// Admission plugins warn the client through the context.
+	ctx := warning.WithWarningRecorder(r.Context(), responses.WarningRecorder(w))
+	r = r.WithContext(ctx)
 	fail := func(err error) { h.respond.Error(w, r, err) }
 
 	h.enter(ctx, stageDecode)

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apiserver/pkg/warning"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -215,3 +217,11 @@ func NotFound() error {
 func (rs *Writer) Negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
 	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
 }
+
+// WarningRecorder adds the warnings recorded with k8s.io/apiserver's
+// warning package to w's headers, as Warn does.
+func WarningRecorder(w http.ResponseWriter) warning.Recorder { return warningRecorder{w} }
+
+type warningRecorder struct{ w http.ResponseWriter }
+
+func (r warningRecorder) AddWarning(_, text string) { Warn(r.w, text) }

@@ -116,6 +116,8 @@ func newAPIServerCommand() *cobra.Command {
 	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "requests served at once; more get 429")
 	fs.StringVar(&o.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 	fs.DurationVar(&o.MaxTokenExpiration, "service-account-max-token-expiration", o.MaxTokenExpiration, "longest ServiceAccount token a TokenRequest may ask for")
+	fs.StringVar(&o.AdmissionPolicyDir, "admission-policy-dir", "", "directory of the Rego admission policies (default DIR/policies)")
+	fs.DurationVar(&o.AdmissionPolicyTimeout, "admission-policy-timeout", o.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	mem.addTo(fs)
 	return cmd
 }

@@ -36,6 +36,8 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.extraSANs, "apiserver-cert-extra-sans", nil, "extra DNS names and IP addresses for the serving certificates")
 	fs.DurationVar(&f.certValidity, "cert-validity", f.certValidity, "validity of issued leaf certificates")
 	fs.StringVar(&f.apiserver.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
+	fs.StringVar(&f.apiserver.AdmissionPolicyDir, "admission-policy-dir", "", "directory of the Rego admission policies (default DIR/policies)")
+	fs.DurationVar(&f.apiserver.AdmissionPolicyTimeout, "admission-policy-timeout", f.apiserver.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 }
 
 func (f *clusterFlags) validate() error {

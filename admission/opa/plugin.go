@@ -1,0 +1,197 @@
+package opa
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/topdown"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/trustplane/trustplane/audit"
+)
+
+// DefaultTimeout bounds the evaluation of the policies for one request.
+const DefaultTimeout = 250 * time.Millisecond
+
+// Plugin is the Rego admission stage: in the mutating chain it applies
+// the policies' patches; in the validating chain it refuses what a deny
+// policy denies, and turns warn and the messages of warn policies into
+// Warning headers. Each stage evaluates the policies against the object
+// as it then is, so a patched object is judged again. Anything unexpected
+// (an evaluation error, a timeout, a rule that is not a set) refuses the
+// request. It is safe for concurrent use; Swap replaces the policy set
+// atomically.
+type Plugin struct {
+	*admission.Handler
+	set     atomic.Pointer[Set]
+	timeout time.Duration
+	logger  *slog.Logger
+}
+
+var (
+	_ admission.MutationInterface   = (*Plugin)(nil)
+	_ admission.ValidationInterface = (*Plugin)(nil)
+)
+
+// NewPlugin returns the stage running set, each evaluation bounded by
+// timeout; set and logger are required.
+func NewPlugin(set *Set, timeout time.Duration, logger *slog.Logger) (*Plugin, error) {
+	if set == nil || logger == nil || timeout <= 0 {
+		return nil, errors.New("rego admission: a policy set, a positive timeout and a logger are required")
+	}
+	p := &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete, admission.Connect), timeout: timeout, logger: logger}
+	p.set.Store(set)
+	return p, nil
+}
+
+// Swap makes set the policies of every request from now on.
+func (p *Plugin) Swap(set *Set) { p.set.Store(set) }
+
+// Admit applies the patches of the policies that are not dry runs.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	obj := a.GetObject()
+	if obj == nil {
+		return nil
+	}
+	decisions, err := p.eval(ctx, a)
+	if err != nil {
+		return err
+	}
+	var ops []any
+	for _, d := range decisions {
+		if d.Enforcement != DryRun {
+			ops = append(ops, d.Patch...)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := applyPatch(obj, ops); err != nil {
+		p.logger.WarnContext(ctx, "rego admission: a policy patch does not apply", "resource", a.GetResource().String(), "err", err)
+		return admission.NewForbidden(a, errors.New("the admission policies' patch cannot be applied to the object"))
+	}
+	audit.Annotate(ctx, "policy.trustplane.io/patched", "true")
+	return nil
+}
+
+// Validate refuses the request if a deny policy denies it, with every
+// message of every such policy.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	decisions, err := p.eval(ctx, a)
+	if err != nil {
+		return err
+	}
+	var refusals []string
+	for _, d := range decisions {
+		if len(d.Deny) == 0 && len(d.Warn) == 0 {
+			continue
+		}
+		record, _ := json.Marshal(map[string]any{"enforcement": d.Enforcement, "deny": d.Deny, "warn": d.Warn})
+		audit.Annotate(ctx, "policy.trustplane.io/"+d.Policy, string(record))
+		if d.Enforcement == DryRun {
+			continue
+		}
+		for _, msg := range d.Warn {
+			warning.AddWarning(ctx, "", fmt.Sprintf("policy %s: %s", d.Policy, msg))
+		}
+		if len(d.Deny) == 0 {
+			continue
+		}
+		if d.Enforcement == Warn {
+			for _, msg := range d.Deny {
+				warning.AddWarning(ctx, "", fmt.Sprintf("policy %s would deny: %s", d.Policy, msg))
+			}
+			continue
+		}
+		refusals = append(refusals, fmt.Sprintf("policy %s: %s", d.Policy, strings.Join(d.Deny, "; ")))
+	}
+	if len(refusals) > 0 {
+		return admission.NewForbidden(a, errors.New(strings.Join(refusals, "; ")))
+	}
+	return nil
+}
+
+// eval evaluates the policies for a, within the timeout. Its error refuses
+// the request; the cause is logged without the input or values from it.
+func (p *Plugin) eval(ctx context.Context, a admission.Attributes) ([]Decision, error) {
+	input, err := Input(a)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	decisions, err := p.set.Load().Eval(ctx, input)
+	if err == nil {
+		return decisions, nil
+	}
+	var conflict errConflict
+	var te *topdown.Error
+	switch {
+	case errors.As(err, &conflict):
+		p.logger.ErrorContext(ctx, "rego admission: a policy's rule is not a set", "policy", conflict.policy, "rule", conflict.rule)
+		return nil, admission.NewForbidden(a, fmt.Errorf("admission policy %s is in conflict: its %s is not a set", conflict.policy, conflict.rule))
+	case ctx.Err() != nil:
+		p.logger.ErrorContext(ctx, "rego admission: evaluation timed out", "timeout", p.timeout.String())
+		return nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
+	case errors.As(err, &te):
+		// The message may quote values of the input; code and location
+		// do not.
+		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "code", te.Code, "location", te.Location.String())
+	default:
+		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "err_type", fmt.Sprintf("%T", err))
+	}
+	return nil, admission.NewForbidden(a, errors.New("the admission policies could not be evaluated"))
+}
+
+// applyPatch applies JSONPatch ops to obj in place. The patched object
+// must decode strictly as obj's type and keep its kind, name and
+// namespace.
+func applyPatch(obj runtime.Object, ops []any) error {
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	patch, err := jsonpatch.DecodePatch(raw)
+	if err != nil {
+		return err
+	}
+	patched, err := patch.Apply(doc)
+	if err != nil {
+		return err
+	}
+	next := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+	dec := json.NewDecoder(bytes.NewReader(patched))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(next); err != nil {
+		return err
+	}
+	before, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	after, err := meta.Accessor(next)
+	if err != nil {
+		return err
+	}
+	if before.GetName() != after.GetName() || before.GetNamespace() != after.GetNamespace() || obj.GetObjectKind().GroupVersionKind() != next.GetObjectKind().GroupVersionKind() {
+		return errors.New("a patch may not change the object's kind, name or namespace")
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(next).Elem())
+	return nil
+}

@@ -1,0 +1,255 @@
+package opa
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/trustplane/trustplane/audit"
+)
+
+// warnings records the Warning headers a request would get.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) AddWarning(_, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func compile(t *testing.T, files map[string]string) *Set {
+	t.Helper()
+	src := map[string][]byte{}
+	for k, v := range files {
+		src[k] = []byte(v)
+	}
+	set, err := Compile(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func plugin(t *testing.T, set *Set, timeout time.Duration) *Plugin {
+	t.Helper()
+	p, err := NewPlugin(set, timeout, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func secretAttrs(s *corev1.Secret, op admission.Operation) admission.Attributes {
+	return admission.NewAttributesRecord(s, nil, corev1.SchemeGroupVersion.WithKind("Secret"), s.Namespace, s.Name, corev1.SchemeGroupVersion.WithResource("secrets"), "", op, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice", Groups: []string{"dev"}})
+}
+
+const (
+	denyDefault = `# METADATA
+# title: no Secrets in default
+# custom:
+#   enforcement: deny
+package kubernetes.admission
+
+deny contains msg if {
+	input.request.kind.kind == "Secret"
+	input.request.namespace == "default"
+	msg := sprintf("Secret %s may not be in default", [input.request.name])
+}
+`
+	warnUser = `# METADATA
+# custom:
+#   enforcement: warn
+package kubernetes.admission
+
+deny contains "alice should not write Secrets" if input.request.userInfo.username == "alice"
+
+warn contains "a warning for everyone" if true
+`
+	dryRunAll = `# METADATA
+# custom:
+#   enforcement: dryrun
+package kubernetes.admission
+
+deny contains "would deny everything" if true
+`
+	labelPatch = `package kubernetes.admission
+
+patch contains {"op": "add", "path": "/metadata/labels", "value": {"patched": "yes"}} if {
+	input.request.kind.kind == "Secret"
+	not input.request.object.metadata.labels
+}
+`
+)
+
+// Deny, warn and dryrun policies each do what their enforcement says, and
+// every decision is in the audit event.
+func TestEnforcement(t *testing.T) {
+	p := plugin(t, compile(t, map[string]string{"no-default.rego": denyDefault, "alice.rego": warnUser, "all.rego": dryRunAll}), DefaultTimeout)
+	tests := []struct {
+		name      string
+		namespace string
+		refused   string
+		warnings  []string
+	}{
+		{"denied in default", "default", "policy no-default: Secret s may not be in default", []string{"policy alice: a warning for everyone", "policy alice would deny: alice should not write Secrets"}},
+		{"allowed elsewhere, with warnings", "team", "", []string{"policy alice: a warning for everyone", "policy alice would deny: alice should not write Secrets"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := audit.NewRecord(auditv1.LevelMetadata, "id")
+			w := &warnings{}
+			ctx := warning.WithWarningRecorder(audit.WithRecord(context.Background(), rec), w)
+			err := p.Validate(ctx, secretAttrs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: tt.namespace}}, admission.Create), nil)
+			switch {
+			case tt.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.refused != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.refused)):
+				t.Fatalf("got %v, want a 403 saying %q", err, tt.refused)
+			}
+			if strings.Join(w.list, "\n") != strings.Join(tt.warnings, "\n") {
+				t.Errorf("warnings %q, want %q", w.list, tt.warnings)
+			}
+			ev := &auditv1.Event{}
+			rec.Fill(ev)
+			if !strings.Contains(ev.Annotations["policy.trustplane.io/all"], "would deny everything") || !strings.Contains(ev.Annotations["policy.trustplane.io/all"], `"dryrun"`) {
+				t.Errorf("dry run not recorded: %v", ev.Annotations)
+			}
+		})
+	}
+}
+
+// A policy's patch mutates the object in the mutating stage; a dry run's
+// does not.
+func TestPatch(t *testing.T) {
+	p := plugin(t, compile(t, map[string]string{"label.rego": labelPatch}), DefaultTimeout)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}, Data: map[string][]byte{"k": []byte("v")}}
+	if err := p.Admit(context.Background(), secretAttrs(s, admission.Create), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Labels["patched"] != "yes" || string(s.Data["k"]) != "v" {
+		t.Errorf("patched secret %+v: want label patched=yes and its data kept", s)
+	}
+	bad := compile(t, map[string]string{"rename.rego": `package kubernetes.admission
+
+patch contains {"op": "replace", "path": "/metadata/name", "value": "other"} if true
+`})
+	p.Swap(bad)
+	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}
+	if err := p.Admit(context.Background(), secretAttrs(s, admission.Create), nil); !apierrors.IsForbidden(err) || s.Name != "s" {
+		t.Errorf("a patch renaming the object: %v, name %q; want a refusal and the name kept", err, s.Name)
+	}
+}
+
+// Anything unexpected refuses: an evaluation error, a rule that is not a
+// set, a timeout.
+func TestFailClosed(t *testing.T) {
+	tests := []struct {
+		name    string
+		policy  string
+		timeout time.Duration
+	}{
+		{"conflicting complete rule", "package kubernetes.admission\n\nx := 1 if true\n\nx := 2 if true\n\ndeny contains \"x\" if x == 3\n", DefaultTimeout},
+		{"deny is not a set", "package kubernetes.admission\n\ndeny := \"no\"\n", DefaultTimeout},
+		{"too slow", "package kubernetes.admission\n\ndeny contains \"never\" if {\n\tsome i in numbers.range(1, 100000000)\n\ti < 0\n}\n", 10 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plugin(t, compile(t, map[string]string{"p.rego": tt.policy}), tt.timeout)
+			err := p.Validate(context.Background(), secretAttrs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}, admission.Create), nil)
+			if !apierrors.IsForbidden(err) {
+				t.Fatalf("got %v, want a refusal", err)
+			}
+		})
+	}
+}
+
+// A set that does not parse, or whose tests fail, is refused with the
+// file and line.
+func TestCompileRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"syntax", map[string]string{"bad.rego": "package kubernetes.admission\n\ndeny contains if {\n"}, "bad.rego:3"},
+		{"failing test", map[string]string{
+			"no-default.rego":      denyDefault,
+			"no-default_test.rego": "package kubernetes.admission_test\n\ntest_allows_default if {\n\tcount(data.kubernetes.admission.deny) == 0 with input as {\"request\": {\"kind\": {\"kind\": \"Secret\"}, \"namespace\": \"default\", \"name\": \"s\"}}\n}\n",
+		}, "no-default_test.rego:3"},
+		{"bad enforcement", map[string]string{"e.rego": "# METADATA\n# custom:\n#   enforcement: maybe\npackage kubernetes.admission\n\ndeny contains \"x\" if false\n"}, "maybe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := map[string][]byte{}
+			for k, v := range tt.files {
+				src[k] = []byte(v)
+			}
+			_, err := Compile(context.Background(), src)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	// A passing test lets the set load.
+	compile(t, map[string]string{
+		"no-default.rego":      denyDefault,
+		"no-default_test.rego": "package kubernetes.admission_test\n\ntest_denies_default if {\n\tcount(data.kubernetes.admission.deny) == 1 with input as {\"request\": {\"kind\": {\"kind\": \"Secret\"}, \"namespace\": \"default\", \"name\": \"s\"}}\n}\n",
+	})
+}
+
+// The input is the AdmissionReview of the request; a TokenReview's token
+// is not in it.
+func TestInput(t *testing.T) {
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "secret-bearer-token", Audiences: []string{"a"}}}
+	a := admission.NewAttributesRecord(review, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), "", "", authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "bob", Groups: []string{"g"}})
+	v, err := Input(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.String()
+	if strings.Contains(s, "secret-bearer-token") {
+		t.Fatalf("the token is in the input: %s", s)
+	}
+	if review.Spec.Token != "secret-bearer-token" {
+		t.Fatal("the request's own object was changed")
+	}
+	var got struct {
+		Request struct {
+			Operation string `json:"operation"`
+			Kind      struct {
+				Group, Kind string
+			} `json:"kind"`
+			UserInfo struct {
+				Username string   `json:"username"`
+				Groups   []string `json:"groups"`
+			} `json:"userInfo"`
+			Object map[string]any `json:"object"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal([]byte(s), &got); err != nil {
+		t.Fatal(err)
+	}
+	r := got.Request
+	if r.Operation != "CREATE" || r.Kind.Kind != "TokenReview" || r.UserInfo.Username != "bob" || r.Object["kind"] != "TokenReview" {
+		t.Errorf("input %s", s)
+	}
+	_ = runtime.Object(review)
+}

@@ -1,0 +1,222 @@
+package opa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+// Enforcement is what a policy's deny messages do.
+type Enforcement string
+
+const (
+	// Deny refuses the request.
+	Deny Enforcement = "deny"
+	// Warn allows it with a Warning header for each message.
+	Warn Enforcement = "warn"
+	// DryRun allows it and only records the messages in the audit event.
+	DryRun Enforcement = "dryrun"
+)
+
+// admissionPackage is the package policies are written in, as for kube-mgmt.
+var admissionPackage = ast.MustParseRef("data.kubernetes.admission")
+
+// testTimeout bounds the whole test run of a policy set.
+const testTimeout = 30 * time.Second
+
+// Policy is one policy file of a Set.
+type Policy struct {
+	// Name is the file's name without .rego, unique in the set.
+	Name string
+	// File is where it was read from.
+	File        string
+	Enforcement Enforcement
+}
+
+// Set is a compiled policy set, ready to evaluate many times, safe for
+// concurrent use. Each policy file of package kubernetes.admission is
+// evaluated in a package of its own, so that its decisions are its own:
+// a policy file is self-contained, and shared helpers live in other
+// packages.
+type Set struct {
+	policies []Policy
+	query    rego.PreparedEvalQuery
+}
+
+// Policies are the set's policies, by name.
+func (s *Set) Policies() []Policy { return slices.Clone(s.policies) }
+
+// LoadDirs reads every .rego file below dirs (files named as arguments are
+// read too) and compiles them with Compile.
+func LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
+	files := map[string][]byte{}
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".rego") {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			files[path] = data
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read policies: %w", err)
+		}
+	}
+	return Compile(ctx, files)
+}
+
+// Compile parses files (path → Rego source), runs the tests among them
+// (rules named test_*, as opa test does) and refuses the set if any fails,
+// then compiles and prepares it. Every problem is reported with its
+// file:line.
+func Compile(ctx context.Context, files map[string][]byte) (*Set, error) {
+	modules := map[string]*ast.Module{}
+	var errs []error
+	for path, src := range files {
+		m, err := ast.ParseModuleWithOpts(path, string(src), ast.ParserOptions{ProcessAnnotation: true, RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		modules[path] = m
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("parse policies: %w", err)
+	}
+	if err := runTests(ctx, modules); err != nil {
+		return nil, err
+	}
+
+	// Each policy file gets a package of its own.
+	var policies []Policy
+	served := map[string]*ast.Module{}
+	names := map[string]string{}
+	for path, m := range modules {
+		if isTestModule(m) {
+			continue
+		}
+		if !m.Package.Path.Equal(admissionPackage) {
+			served[path] = m
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".rego")
+		if other, dup := names[name]; dup {
+			return nil, fmt.Errorf("policies %s and %s have the same name %q", other, path, name)
+		}
+		names[name] = path
+		enforcement, err := enforcementOf(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		own := m.Copy()
+		own.Package.Path = policyRef(name)
+		served[path] = own
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement})
+	}
+	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
+
+	opts := []func(*rego.Rego){rego.Query(decisionQuery(policies)), rego.Store(inmem.New())}
+	for _, m := range served {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	query, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile policies: %w", err)
+	}
+	return &Set{policies: policies, query: query}, nil
+}
+
+// runTests runs the set's tests against the modules as written.
+func runTests(ctx context.Context, modules map[string]*ast.Module) error {
+	hasTests := false
+	for _, m := range modules {
+		hasTests = hasTests || isTestModule(m)
+	}
+	if !hasTests {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	ch, err := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout).Run(ctx, modules)
+	if err != nil {
+		return fmt.Errorf("compile policies and their tests: %w", err)
+	}
+	var failed []error
+	for r := range ch {
+		switch {
+		case r.Error != nil:
+			failed = append(failed, fmt.Errorf("%s: %s: %v", r.Location, r.Name, r.Error))
+		case r.Fail:
+			failed = append(failed, fmt.Errorf("%s: %s failed", r.Location, r.Name))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("policy tests: %w", errors.Join(failed...))
+	}
+	return nil
+}
+
+// isTestModule reports whether m holds tests and nothing a request is
+// decided by.
+func isTestModule(m *ast.Module) bool {
+	if len(m.Rules) == 0 {
+		return false
+	}
+	for _, r := range m.Rules {
+		if !strings.HasPrefix(r.Head.Name.String(), tester.TestPrefix) && !strings.HasPrefix(r.Head.Name.String(), tester.SkipTestPrefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// enforcementOf reads custom.enforcement from the module's METADATA
+// annotations, package-scoped first; deny when none says.
+func enforcementOf(m *ast.Module) (Enforcement, error) {
+	for _, a := range m.Annotations {
+		v, ok := a.Custom["enforcement"]
+		if !ok {
+			continue
+		}
+		switch e := Enforcement(fmt.Sprint(v)); e {
+		case Deny, Warn, DryRun:
+			return e, nil
+		default:
+			return "", fmt.Errorf("%s: enforcement %q is not deny, warn or dryrun", a.Location, v)
+		}
+	}
+	return Deny, nil
+}
+
+func policyRef(name string) ast.Ref {
+	return ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("policies"), ast.StringTerm(name)}
+}
+
+// decisionQuery collects, in one evaluation, each policy's deny, warn and
+// patch sets.
+func decisionQuery(policies []Policy) string {
+	names := make([]string, len(policies))
+	for i, p := range policies {
+		names[i] = fmt.Sprintf("%q", p.Name)
+	}
+	return fmt.Sprintf(`decisions := {p: {k: v | some k in ["deny", "warn", "patch"]; v := data.trustplane.policies[p][k]} | some p in [%s]}`, strings.Join(names, ", "))
+}
