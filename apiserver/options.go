@@ -139,9 +139,14 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if _, err := os.Stat(policyDir); err != nil {
 		return nil, nil, fmt.Errorf("admission policies: %w (run trustplane init)", err)
 	}
-	policies, err := opa.LoadDirs(ctx, policyDir)
+	data := opa.NewData()
+	policies, err := data.LoadDirs(ctx, policyDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admission policies in %s: %w", policyDir, err)
+	}
+	replicate, err := opa.LoadReplication(filepath.Join(policyDir, opa.ReplicationFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("admission policies: %w", err)
 	}
 	etcdClient, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(l.PKI(), o.EtcdServers))
 	if err != nil {
@@ -160,6 +165,9 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		AuditPolicy:         policy,
 		AuditSink:           auditLog,
 		AdmissionPolicies:   policies,
+		AdmissionData:       data,
+		AdmissionReplicate:  replicate,
+		AdmissionPolicyDir:  policyDir,
 		AdmissionTimeout:    o.AdmissionPolicyTimeout,
 		TokenIssuer:         issuer,
 		TokenVerifier:       verifier,

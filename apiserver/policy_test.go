@@ -2,6 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trustplane/trustplane/admission/opa"
@@ -109,4 +115,97 @@ deny contains "a ConfigMap needs an owner" if {
 	if !found {
 		t.Error("the refusal's decision is not in its audit event")
 	}
+}
+
+// syncLog is a log a test reads while the server writes it.
+type syncLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Policies read the replicated namespaces as data.kubernetes; a change of
+// the policy directory is in force without a restart, and one that does
+// not load leaves the running set in force.
+func TestRegoReplicationAndReload(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("closed.rego", `package kubernetes.admission
+
+deny contains "this namespace takes no ConfigMaps" if {
+	input.request.kind.kind == "ConfigMap"
+	data.kubernetes.namespaces[input.request.namespace].metadata.labels.configmaps == "closed"
+}
+`)
+	data := opa.NewData()
+	set, err := data.LoadDirs(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{}
+	ts := startServer(t, func(c *Config) {
+		c.AdmissionPolicies, c.AdmissionData, c.AdmissionPolicyDir = set, data, dir
+		c.AdmissionReplicate = []schema.GroupResource{{Resource: "namespaces"}}
+		c.Logger = slog.New(slog.NewTextHandler(log, nil))
+	})
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for name, label := range map[string]string{"closed": "closed", "open": "open"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"configmaps": label}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(ns, name string) error {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	}
+	// Replication follows the cache: poll until the new namespace is in.
+	eventually(t, "the closed namespace replicated", func() error { return refused(create("closed", "cm")) })
+	if err := create("open", "cm"); err != nil {
+		t.Fatalf("ConfigMap in an open namespace: %v", err)
+	}
+
+	write("late.rego", `package kubernetes.admission
+
+deny contains "no ConfigMap may be called late" if input.request.name == "late"
+`)
+	eventually(t, "the new policy loaded", func() error { return refused(create("open", "late")) })
+
+	write("broken.rego", "package kubernetes.admission\n\ndeny contains if {\n")
+	eventually(t, "the broken policy refused", func() error {
+		if !strings.Contains(log.String(), "not loaded") {
+			return errors.New("no refusal logged")
+		}
+		return nil
+	})
+	if !strings.Contains(log.String(), "broken.rego:3") {
+		t.Errorf("the refused reload does not name the file and line: %s", log.String())
+	}
+	if err := create("open", "late"); !apierrors.IsForbidden(err) {
+		t.Errorf("after a broken reload: %v, want the running set still in force", err)
+	}
+}
+
+// refused is nil for a 403, else an error saying what happened instead.
+func refused(err error) error {
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	return fmt.Errorf("not refused: %v", err)
 }

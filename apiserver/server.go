@@ -59,6 +59,14 @@ type Config struct {
 	// empty set runs nothing; a nil one is refused.
 	AdmissionPolicies *opa.Set
 	AdmissionTimeout  time.Duration
+	// AdmissionData is what the policies read besides their input, the
+	// data they were compiled with: the objects of AdmissionReplicate,
+	// from the watch caches.
+	AdmissionData      *opa.Data
+	AdmissionReplicate []schema.GroupResource
+	// AdmissionPolicyDir, when set, is watched: a change of its policies
+	// is loaded, its tests passing, without a restart.
+	AdmissionPolicyDir string
 	// TokenIssuer signs and TokenVerifier checks ServiceAccount tokens,
 	// for APIAudiences unless a request names others.
 	TokenIssuer   *serviceaccount.Issuer
@@ -130,8 +138,8 @@ func (c *Config) validate() error {
 	if c.AuditSink == nil {
 		errs = append(errs, errors.New("audit sink is not set"))
 	}
-	if c.AdmissionPolicies == nil || c.AdmissionTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("admission policies and a positive timeout are required, got timeout %s", c.AdmissionTimeout))
+	if c.AdmissionPolicies == nil || c.AdmissionData == nil || c.AdmissionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("admission policies, their data and a positive timeout are required, got timeout %s", c.AdmissionTimeout))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("request timeout must be positive, got %s", c.RequestTimeout))
@@ -176,6 +184,7 @@ type Server struct {
 	tlsConfig      *tls.Config
 	handler        http.Handler
 	resources      *handlers.Handler
+	policies       policies
 	etcd           *clientv3.Client
 	caches         map[schema.GroupResource]*storage.Cacher
 	anonymous      *filters.AnonymousPolicy
@@ -244,6 +253,11 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, gr := range c.AdmissionReplicate {
+		if _, ok := caches[gr]; !ok {
+			return nil, fmt.Errorf("admission policies: %s cannot be replicated: it is not a stored resource", gr)
+		}
+	}
 	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
 	if err != nil {
 		return nil, err
@@ -294,6 +308,12 @@ func New(c Config) (*Server, error) {
 		requestTimeout: c.RequestTimeout,
 		resources:      resources,
 		respond:        respond,
+		policies: policies{
+			plugin:    rego,
+			data:      c.AdmissionData,
+			replicate: c.AdmissionReplicate,
+			dir:       c.AdmissionPolicyDir,
+		},
 	}
 	s.anonymous = filters.HealthOnly()
 	if c.AnonymousAll || len(c.AnonymousPaths) > 0 {
@@ -349,6 +369,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	caches.Go(func() { s.aggregateClusterRoles(cacheCtx) })
+	// The policies decide by the replicated objects: serve once they
+	// have them.
+	if err := s.policies.start(cacheCtx, syncCtx, &caches, s.caches, s.logger); err != nil {
+		ln.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         s.tlsConfig,

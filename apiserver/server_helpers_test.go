@@ -78,12 +78,14 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 	if err != nil {
 		t.Fatal(err)
 	}
-	policies, err := opa.Compile(context.Background(), nil)
+	data := opa.NewData()
+	policies, err := data.Compile(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{
 		AdmissionPolicies:   policies,
+		AdmissionData:       data,
 		AdmissionTimeout:    opa.DefaultTimeout,
 		TokenIssuer:         issuer,
 		TokenVerifier:       verifier,

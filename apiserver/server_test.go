@@ -218,11 +218,12 @@ func TestRBACIsLive(t *testing.T) {
 	})
 }
 
-// eventually polls check until it succeeds, failing the test after five
-// seconds. RBAC changes take effect once the watch cache has the event.
+// eventually polls check until it succeeds, failing the test after 20
+// seconds. RBAC changes take effect once the watch cache has the event;
+// policy changes once the policy directory is read again.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := check()
 		if err == nil {

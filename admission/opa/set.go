@@ -61,6 +61,20 @@ func (s *Set) Policies() []Policy { return slices.Clone(s.policies) }
 // LoadDirs reads every .rego file below dirs (files named as arguments are
 // read too) and compiles them with Compile.
 func LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
+	return NewData().LoadDirs(ctx, paths...)
+}
+
+// LoadDirs is LoadDirs for policies that read d.
+func (d *Data) LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
+	files, err := readPolicies(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return d.Compile(ctx, files)
+}
+
+// readPolicies reads the .rego files below paths.
+func readPolicies(paths ...string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, p := range paths {
 		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
@@ -81,14 +95,19 @@ func LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
 			return nil, fmt.Errorf("read policies: %w", err)
 		}
 	}
-	return Compile(ctx, files)
+	return files, nil
 }
 
 // Compile parses files (path → Rego source), runs the tests among them
 // (rules named test_*, as opa test does) and refuses the set if any fails,
-// then compiles and prepares it. Every problem is reported with its
-// file:line.
+// then compiles and prepares it, with no data. Every problem is reported
+// with its file:line.
 func Compile(ctx context.Context, files map[string][]byte) (*Set, error) {
+	return NewData().Compile(ctx, files)
+}
+
+// Compile is Compile for policies that read d.
+func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, error) {
 	modules := map[string]*ast.Module{}
 	var errs []error
 	for path, src := range files {
@@ -134,7 +153,7 @@ func Compile(ctx context.Context, files map[string][]byte) (*Set, error) {
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
-	opts := []func(*rego.Rego){rego.Query(decisionQuery(policies)), rego.Store(inmem.New())}
+	opts := []func(*rego.Rego){rego.Query(decisionQuery(policies)), rego.Store(d.store)}
 	for _, m := range served {
 		opts = append(opts, rego.ParsedModule(m))
 	}
