@@ -22,9 +22,18 @@ const aggregationBuffer = 1000
 // ClusterRole it recomputes them all and writes those that differ. It runs
 // until ctx is done.
 func (s *Server) aggregateClusterRoles(ctx context.Context) {
-	cache := s.caches[clusterRolesGR]
+	followCache(ctx, s.caches[clusterRolesGR], storage.ListPrefix(clusterRolesGR, ""), aggregationBuffer, func(w *storage.Watcher) {
+		s.followClusterRoles(ctx, w)
+	})
+}
+
+// followCache watches cache's objects under prefix from their current
+// state, and hands each watch to follow; when follow returns (the watch
+// ended or fell behind), it watches again, until ctx is done. A watch that
+// cannot start is tried again a second later.
+func followCache(ctx context.Context, cache *storage.Cacher, prefix string, buffer int, follow func(*storage.Watcher)) {
 	for ctx.Err() == nil {
-		w, _, err := cache.Watch(ctx, storage.ListPrefix(clusterRolesGR, ""), 0, aggregationBuffer)
+		w, _, err := cache.Watch(ctx, prefix, 0, buffer)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -33,7 +42,7 @@ func (s *Server) aggregateClusterRoles(ctx context.Context) {
 				continue
 			}
 		}
-		s.followClusterRoles(ctx, w)
+		follow(w)
 		w.Stop()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,16 +53,7 @@ func (p *policies) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, cache
 // first initial events are in.
 func (p *policies) follow(ctx context.Context, gr schema.GroupResource, cache *storage.Cacher, synced chan<- struct{}, logger *slog.Logger) {
 	told := false
-	for ctx.Err() == nil {
-		w, _, err := cache.Watch(ctx, storage.ListPrefix(gr, ""), 0, watchBufferForPolicies)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-				continue
-			}
-		}
+	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher) {
 		if err := p.data.Reset(ctx, gr.Resource); err != nil {
 			logger.Error("admission policies: replication reset failed", "resource", gr.String(), "err", err)
 		}
@@ -90,8 +80,7 @@ func (p *policies) follow(ctx context.Context, gr schema.GroupResource, cache *s
 				told = true
 			}
 		}
-		w.Stop()
-	}
+	})
 }
 
 // watchBufferForPolicies is how many events replication may fall behind
