@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,14 +21,27 @@ import (
 
 // policies runs what the Rego admission stage needs beside requests: the
 // replication of objects into the policies' data, and the reload of the
-// policy directory.
+// policies, from the policy directory and from the ConfigMaps of
+// kube-system labelled trustplane.io/policy=rego.
 type policies struct {
 	plugin    *opa.Plugin
 	data      *opa.Data
 	replicate []schema.GroupResource
-	// dir, when set, is watched for changes.
+	// dir, when set, is watched for changes, and so are the ConfigMaps.
 	dir string
+
+	mu sync.Mutex // guards fromConfigMaps
+	// fromConfigMaps are the policies of the labelled ConfigMaps, by
+	// "configmap:kube-system/<name>/<key>".
+	fromConfigMaps map[string][]byte
 }
+
+// Policies in ConfigMaps: only in kube-system, whose ConfigMaps only
+// cluster administrators write, and only with this label.
+const (
+	policyLabel     = "trustplane.io/policy"
+	policyLabelRego = "rego"
+)
 
 // start replicates each resource from its watch cache until ctx is done,
 // returning once every one has its current objects in the data (or
@@ -42,9 +60,58 @@ func (p *policies) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, cache
 		}
 	}
 	if p.dir != "" {
-		wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.dir) })
+		p.fromConfigMaps = map[string][]byte{}
+		wg.Go(func() { p.followConfigMaps(ctx, caches[configMapsGR]) })
+		wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.read) })
 	}
 	return nil
+}
+
+var configMapsGR = schema.GroupResource{Resource: "configmaps"}
+
+// read is every policy: the directory's and the ConfigMaps'.
+func (p *policies) read() (map[string][]byte, error) {
+	files, err := opa.ReadDirs(p.dir)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for path, src := range p.fromConfigMaps {
+		files[path] = src
+	}
+	return files, nil
+}
+
+// followConfigMaps keeps fromConfigMaps the .rego keys of kube-system's
+// labelled ConfigMaps.
+func (p *policies) followConfigMaps(ctx context.Context, cache *storage.Cacher) {
+	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher) {
+		p.mu.Lock()
+		clear(p.fromConfigMaps)
+		p.mu.Unlock()
+		for ev := range w.Events() {
+			cm, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				continue
+			}
+			prefix := "configmap:" + cm.Namespace + "/" + cm.Name + "/"
+			p.mu.Lock()
+			for path := range p.fromConfigMaps {
+				if strings.HasPrefix(path, prefix) {
+					delete(p.fromConfigMaps, path)
+				}
+			}
+			if ev.Type != watch.Deleted && cm.Labels[policyLabel] == policyLabelRego {
+				for key, src := range cm.Data {
+					if strings.HasSuffix(key, ".rego") {
+						p.fromConfigMaps[prefix+key] = []byte(src)
+					}
+				}
+			}
+			p.mu.Unlock()
+		}
+	})
 }
 
 // follow keeps the data's objects of gr those of its cache: a watch from

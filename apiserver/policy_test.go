@@ -187,6 +187,25 @@ deny contains "no ConfigMap may be called late" if input.request.name == "late"
 `)
 	eventually(t, "the new policy loaded", func() error { return refused(create("open", "late")) })
 
+	// A policy in a ConfigMap of kube-system labelled for it is loaded;
+	// one in another namespace, whose ConfigMaps others may write, is not.
+	policyConfigMap := func(ns, name, forbidden string) {
+		t.Helper()
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"trustplane.io/policy": "rego"}},
+			Data:       map[string]string{name + ".rego": "package kubernetes.admission\n\ndeny contains \"no " + forbidden + "\" if input.request.name == \"" + forbidden + "\"\n"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	policyConfigMap("open", "sneaky", "from-open")
+	policyConfigMap("kube-system", "official", "from-system")
+	eventually(t, "the kube-system policy loaded", func() error { return refused(create("open", "from-system")) })
+	if err := create("open", "from-open"); err != nil {
+		t.Errorf("a policy from a ConfigMap outside kube-system is in force: %v", err)
+	}
+
 	write("broken.rego", "package kubernetes.admission\n\ndeny contains if {\n")
 	eventually(t, "the broken policy refused", func() error {
 		if !strings.Contains(log.String(), "not loaded") {

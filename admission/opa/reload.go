@@ -10,12 +10,16 @@ import (
 // DefaultReloadInterval is how often Watch looks at the policy files.
 const DefaultReloadInterval = 2 * time.Second
 
-// Watch reloads p's policies from dirs whenever their .rego files change,
-// looking every interval, until ctx is done. A new set is compiled, and its
-// tests run, before it is swapped in; one that fails is logged with its
-// file and line, and the running set stays.
-func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, dirs ...string) {
-	last, _ := fingerprint(dirs)
+// Watch reloads p's policies whenever the files read returns (path →
+// Rego source) change, reading them every interval, until ctx is done. A
+// new set is compiled with data, and its tests run, before it is swapped
+// in; one that fails is logged with its file and line, and the running
+// set stays.
+func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, read func() (map[string][]byte, error)) {
+	var last [sha256.Size]byte
+	if files, err := read(); err == nil {
+		last = fingerprint(files)
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -24,16 +28,17 @@ func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, 
 			return
 		case <-t.C:
 		}
-		sum, err := fingerprint(dirs)
+		files, err := read()
 		if err != nil {
 			p.logger.WarnContext(ctx, "admission policies not read", "err", err)
 			continue
 		}
+		sum := fingerprint(files)
 		if sum == last {
 			continue
 		}
 		last = sum
-		set, err := data.LoadDirs(ctx, dirs...)
+		set, err := data.Compile(ctx, files)
 		if err != nil {
 			p.logger.ErrorContext(ctx, "admission policies changed but not loaded; the running set stays", "err", err)
 			continue
@@ -48,11 +53,7 @@ func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, 
 }
 
 // fingerprint is a digest of the policy files' names and contents.
-func fingerprint(dirs []string) ([sha256.Size]byte, error) {
-	files, err := readPolicies(dirs...)
-	if err != nil {
-		return [sha256.Size]byte{}, err
-	}
+func fingerprint(files map[string][]byte) [sha256.Size]byte {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -67,5 +68,5 @@ func fingerprint(dirs []string) ([sha256.Size]byte, error) {
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	return sum, nil
+	return sum
 }

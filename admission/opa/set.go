@@ -66,15 +66,15 @@ func LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
 
 // LoadDirs is LoadDirs for policies that read d.
 func (d *Data) LoadDirs(ctx context.Context, paths ...string) (*Set, error) {
-	files, err := readPolicies(paths...)
+	files, err := ReadDirs(paths...)
 	if err != nil {
 		return nil, err
 	}
 	return d.Compile(ctx, files)
 }
 
-// readPolicies reads the .rego files below paths.
-func readPolicies(paths ...string) (map[string][]byte, error) {
+// ReadDirs reads the .rego files below paths (and those named), by path.
+func ReadDirs(paths ...string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, p := range paths {
 		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
