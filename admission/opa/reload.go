@@ -16,10 +16,8 @@ const DefaultReloadInterval = 2 * time.Second
 // in; one that fails is logged with its file and line, and the running
 // set stays.
 func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, read func() (map[string][]byte, error)) {
-	var last [sha256.Size]byte
-	if files, err := read(); err == nil {
-		last = fingerprint(files)
-	}
+	// What the running set was compiled from, however long ago.
+	last := p.set.Load().source
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -2,6 +2,7 @@ package opa
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +54,8 @@ type Policy struct {
 type Set struct {
 	policies []Policy
 	query    rego.PreparedEvalQuery
+	// source is the digest of the files the set was compiled from.
+	source [sha256.Size]byte
 }
 
 // Policies are the set's policies, by name.
@@ -161,7 +164,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policies: %w", err)
 	}
-	return &Set{policies: policies, query: query}, nil
+	return &Set{policies: policies, query: query, source: fingerprint(files)}, nil
 }
 
 // runTests runs the set's tests against the modules as written.
