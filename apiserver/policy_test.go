@@ -106,6 +106,38 @@ deny contains "a ConfigMap needs an owner" if {
 		t.Errorf("patch adding the label: %v, want 403", err)
 	}
 
+	// However a body repeats its keys, the object the policy judges is the
+	// object stored: no body stores a ConfigMap the policy refuses.
+	c := ts.httpClient(t, admin)
+	refusedOnes := 0
+	for _, tt := range []struct{ name, contentType, body string }{
+		{"dup-labels-a", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup-labels-a","labels":{"forbidden":"yes"},"labels":{"fine":"yes"}}}`},
+		{"dup-labels-b", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup-labels-b","labels":{"fine":"yes"},"labels":{"forbidden":"yes"}}}`},
+		{"dup-metadata", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup-metadata","labels":{"forbidden":"yes"}},"metadata":{"name":"dup-metadata"}}`},
+		{"dup-key", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup-key","labels":{"forbidden":"yes","forbidden":""}}}`},
+		{"yaml-dup", "application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-dup\n  labels:\n    fine: \"yes\"\n  labels:\n    forbidden: \"yes\"\n"},
+	} {
+		resp := do(t, c, "POST", ts.url+"/api/v1/namespaces/default/configmaps", tt.contentType, tt.body)
+		resp.Body.Close()
+		stored, err := cs.CoreV1().ConfigMaps("default").Get(ctx, tt.name, metav1.GetOptions{})
+		switch resp.StatusCode {
+		case 403:
+			refusedOnes++
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("%s: refused, yet stored: %v", tt.name, err)
+			}
+		case 201:
+			if err != nil || stored.Labels["forbidden"] != "" {
+				t.Errorf("%s: stored with labels %v (%v): the policy judged another object", tt.name, stored.Labels, err)
+			}
+		default:
+			t.Errorf("%s: status %d", tt.name, resp.StatusCode)
+		}
+	}
+	if refusedOnes == 0 {
+		t.Error("no body was refused: the policy did not see the forbidden label in any")
+	}
+
 	var found bool
 	for _, ev := range readAuditLog(t, ts.auditLog) {
 		if ev.ObjectRef != nil && ev.ObjectRef.Name == "bad" && ev.Verb == "create" {
