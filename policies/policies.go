@@ -1,0 +1,32 @@
+// Package policies holds the Rego admission policies shipped with
+// trustplane, Secrets first, each beside its tests.
+//
+// Each policy is one file in package kubernetes.admission, in the input
+// convention of kube-mgmt and OPA's Kubernetes admission tutorial: input is
+// an admission.k8s.io/v1 AdmissionReview, "deny contains msg" refuses, "warn
+// contains msg" warns, and a "# METADATA" annotation at package scope gives
+// the policy's title, the control-plane risk it guards against
+// (description), and its enforcement (custom.enforcement: deny, warn or
+// dryrun). A policy never calls a rule of another file, and its test file
+// needs only it: the engine gives each policy, with its test file, a
+// namespace of its own. (Plain OPA cannot load the directory as it is: it
+// refuses two package-scope annotations of one package.) Every rule and
+// test name starts with its file's name all the same, so that the files
+// also load together once their annotations are set aside.
+//
+// The policies read other objects from data.kubernetes, replicated as
+// kube-mgmt does: data.kubernetes.namespaces[name] and
+// data.kubernetes.serviceaccounts[namespace][name]. Those that depend on
+// a namespace's labels refuse what they cannot decide when the namespace
+// is not there, so the engine must replicate namespaces and
+// serviceaccounts for them.
+package policies
+
+import "embed"
+
+// FS is the shipped library that `trustplane init` installs into
+// DIR/policies: every policy and its _test.rego file. The tests ship too,
+// because the engine runs a policy set's tests before it loads the set.
+//
+//go:embed *.rego
+var FS embed.FS

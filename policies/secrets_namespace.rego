@@ -1,0 +1,63 @@
+# METADATA
+# title: Secrets only in namespaces labelled for them
+# description: >-
+#   Risk: credentials scattered into namespaces nobody chose to hold them, where
+#   every role that reads Secrets or creates pods there can take them, and into
+#   "default", where any kubectl command without -n and many tools land, so that
+#   it ends up holding what nobody meant to share. A new Secret is refused unless
+#   its namespace carries the label trustplane.io/secrets=allowed (read from the
+#   replicated Namespace, data.kubernetes.namespaces); one in "default" is refused
+#   whatever its labels. Existing Secrets are not touched: updates and deletes
+#   pass. Ships with enforcement warn because the README's quick start creates a
+#   Secret in "default". To make it deny: label the namespaces that hold Secrets
+#   (kube-system too, if anything writes Secrets there), move the Secrets out of
+#   "default", check with `trustplane policy audit`, then change the enforcement
+#   below to deny.
+# custom:
+#   enforcement: warn
+package kubernetes.admission
+
+# The label a namespace needs before Secrets may be created in it.
+secrets_namespace_label := "trustplane.io/secrets"
+
+secrets_namespace_label_value := "allowed"
+
+deny contains msg if {
+	secrets_namespace_secret_create
+	secrets_namespace_namespace == "default"
+	msg := sprintf(
+		"Secret %q may not be created in namespace \"default\"; create it in a namespace labelled %s=%s",
+		[secrets_namespace_name, secrets_namespace_label, secrets_namespace_label_value],
+	)
+}
+
+deny contains msg if {
+	secrets_namespace_secret_create
+	ns := secrets_namespace_namespace
+	ns != "default"
+	not secrets_namespace_allowed(ns)
+	msg := sprintf(
+		"Secret %q may not be created in namespace %q: the namespace is not labelled %s=%s",
+		[secrets_namespace_name, ns, secrets_namespace_label, secrets_namespace_label_value],
+	)
+}
+
+secrets_namespace_secret_create if {
+	input.request.kind.kind == "Secret"
+	object.get(input.request.kind, "group", "") == ""
+	input.request.operation == "CREATE"
+}
+
+# A request without a namespace is treated as one in no labelled namespace:
+# refused, not let through.
+secrets_namespace_namespace := object.get(input.request, "namespace", "")
+
+secrets_namespace_allowed(ns) if {
+	data.kubernetes.namespaces[ns].metadata.labels[secrets_namespace_label] == secrets_namespace_label_value
+}
+
+# The Secret's name, or its generateName followed by "*".
+secrets_namespace_name := name if {
+	name := object.get(input.request, "name", "")
+	name != ""
+} else := concat("", [object.get(input.request, ["object", "metadata", "generateName"], ""), "*"])

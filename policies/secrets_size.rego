@@ -1,0 +1,104 @@
+# METADATA
+# title: Secret data at most 64 KiB
+# description: >-
+#   Risk: Secrets used as bulk storage, which the control plane pays for many
+#   times over. Every Secret is encrypted (AES-GCM) on each write, held
+#   decrypted in the API server's watch cache, and sent whole to every client
+#   that watches it and to every node whose pods use it, so a large Secret costs
+#   memory and bandwidth on each of them, and many of them are a cheap way to
+#   exhaust the API server (kube's own bound is 1 MiB per object). Credentials
+#   are small: a private key with its certificate chain, a kubeconfig or a
+#   registry config take a few KiB; 64 KiB leaves room for large chains while
+#   refusing what is not a credential (binaries, archives, data sets). The bound
+#   is on the decoded bytes of data and stringData together. An existing Secret
+#   over the bound may still have its metadata updated (with a warning) and be
+#   deleted. Some tools store more in Secrets (Helm's release records of large
+#   charts); raise secrets_size_limit_bytes below, or keep them elsewhere.
+# custom:
+#   enforcement: deny
+package kubernetes.admission
+
+secrets_size_limit_bytes := 65536
+
+deny contains msg if {
+	secrets_size_secret
+	input.request.operation == "CREATE"
+	secrets_size_bytes > secrets_size_limit_bytes
+	msg := secrets_size_message
+}
+
+deny contains msg if {
+	secrets_size_secret
+	input.request.operation == "UPDATE"
+	secrets_size_bytes > secrets_size_limit_bytes
+	secrets_size_data_changed
+	msg := secrets_size_message
+}
+
+warn contains msg if {
+	secrets_size_secret
+	input.request.operation == "UPDATE"
+	secrets_size_bytes > secrets_size_limit_bytes
+	not secrets_size_data_changed
+	msg := secrets_size_message
+}
+
+secrets_size_message := sprintf(
+	"Secret %q in namespace %q holds %d bytes of data, more than the %d (64 KiB) a Secret may hold; a credential is smaller: keep bulk data out of Secrets",
+	[secrets_size_name, object.get(input.request, "namespace", ""), secrets_size_bytes, secrets_size_limit_bytes],
+)
+
+secrets_size_secret if {
+	input.request.kind.kind == "Secret"
+	object.get(input.request.kind, "group", "") == ""
+}
+
+secrets_size_object := object.get(input.request, "object", null)
+
+secrets_size_old_object := object.get(input.request, "oldObject", null)
+
+# The bytes the Secret would hold: each key of stringData (which the server
+# writes into data, replacing a key of the same name) and each other key of
+# data. Computed from the length of the base64 text, so that the data is
+# never decoded.
+secrets_size_bytes := sum([n |
+	some k, v in secrets_size_data
+	not k in object.keys(secrets_size_string_data)
+	n := secrets_size_decoded_len(v)
+]) + sum([n |
+	some v in secrets_size_string_data
+	n := secrets_size_decoded_len(base64.encode(v))
+])
+
+secrets_size_data := secrets_size_field(secrets_size_object, "data", {})
+
+secrets_size_string_data := secrets_size_field(secrets_size_object, "stringData", {})
+
+# The length of what base64 text (standard, padded, as the API encodes
+# []byte) decodes to. Anything else is not valid data, and is counted as
+# if it were.
+secrets_size_decoded_len(b64) := n if {
+	is_string(b64)
+	len := count(b64)
+	padding := len - count(trim_right(b64, "="))
+	n := floor((len * 3) / 4) - padding
+} else := 0
+
+secrets_size_data_changed if {
+	secrets_size_field(secrets_size_object, "data", {}) != secrets_size_field(secrets_size_old_object, "data", {})
+}
+
+secrets_size_data_changed if count(secrets_size_string_data) > 0
+
+# obj[field], or default_value when obj is not an object or the field is
+# absent or null.
+secrets_size_field(obj, field, default_value) := v if {
+	is_object(obj)
+	v := object.get(obj, field, null)
+	v != null
+} else := default_value
+
+secrets_size_name := name if {
+	name := object.get(input.request, "name", "")
+	name != ""
+} else := concat("", [object.get(input.request, ["object", "metadata", "generateName"], ""), "*"])
