@@ -6,14 +6,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
+	"github.com/trustplane/trustplane/policies"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -106,16 +109,50 @@ func Init(o Options) ([]string, error) {
 	return changed, nil
 }
 
-// ensurePolicies creates the admission policy directory when it does not
-// exist. One that exists is the operator's, kept as it is, even empty.
+// ensurePolicies installs the shipped policy library, and the replication
+// of the namespaces and ServiceAccounts it reads, when the admission
+// policy directory does not exist. One that exists is the operator's,
+// kept as it is, even empty.
 func ensurePolicies(dir string) (bool, error) {
 	if _, err := os.Stat(dir); err == nil {
 		return false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	return true, os.Mkdir(dir, 0o700)
+	// Written beside, then renamed: a directory that exists is whole.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".policies-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp)
+	err = fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
+			return err
+		}
+		data, err := fs.ReadFile(policies.FS, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, path), data, 0o600)
+	})
+	if err != nil {
+		return false, fmt.Errorf("install the policy library: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, opa.ReplicationFile), []byte(replication), 0o600); err != nil {
+		return false, err
+	}
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return false, err
+	}
+	return true, os.Rename(tmp, dir)
 }
+
+// replication names what the shipped library reads besides its input.
+const replication = `# The kinds the admission policies read as data.kubernetes.<resource>:
+# the shipped library reads namespaces' labels and ServiceAccounts'
+# annotations. Secrets are never replicated.
+resources: [namespaces, serviceaccounts]
+`
 
 func ensureFile(path string, content func() ([]byte, error)) (bool, error) {
 	if _, err := os.Stat(path); err == nil {

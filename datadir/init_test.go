@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,5 +95,33 @@ func TestInitWritesEverythingOnceAndKeepsIt(t *testing.T) {
 	}
 	if fi, _ := os.Stat(l.Kubeconfig("admin")); fi.Mode().Perm() != 0o600 {
 		t.Errorf("rewritten kubeconfig mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// Init installs the shipped policy library and its replication once; a
+// policy directory that exists is the operator's, even emptied.
+func TestInitInstallsThePolicyLibraryOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	o := Options{Dir: dir, APIServerURL: "https://127.0.0.1:6443"}
+	if _, err := Init(o); err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Dir: dir}
+	for _, name := range []string{"secrets_namespace.rego", "secrets_namespace_test.rego", "replicate.yaml"} {
+		if _, err := os.Stat(filepath.Join(l.Policies(), name)); err != nil {
+			t.Errorf("%s not installed: %v", name, err)
+		}
+	}
+	if fi, err := os.Stat(l.Policies()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("policy directory %v, %v: want mode 0700", fi, err)
+	}
+	if err := os.Remove(filepath.Join(l.Policies(), "secrets_namespace.rego")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Policies(), "secrets_namespace.rego")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a removed policy came back: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func compile(t *testing.T, files map[string]string) *Set {
 
 func plugin(t *testing.T, set *Set, timeout time.Duration) *Plugin {
 	t.Helper()
-	p, err := NewPlugin(set, timeout, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p, err := NewPlugin(set, timeout, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,3 +253,5 @@ func TestInput(t *testing.T) {
 	}
 	_ = runtime.Object(review)
 }
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,7 +134,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	served := map[string]*ast.Module{}
 	names := map[string]string{}
 	for path, m := range modules {
-		if isTestModule(m) {
+		if isTestFile(path) {
 			continue
 		}
 		if !m.Package.Path.Equal(admissionPackage) {
@@ -167,23 +168,22 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	return &Set{policies: policies, query: query, source: fingerprint(files)}, nil
 }
 
-// runTests runs the set's tests against the modules as written.
+// testSuffix marks a file of tests. The tests of policy p.rego are in
+// p_test.rego, and run with p.rego and the library packages alone, as the
+// policy is evaluated: each policy file in a namespace of its own.
+const testSuffix = "_test.rego"
+
+func isTestFile(path string) bool { return strings.HasSuffix(path, testSuffix) }
+
+// runTests runs each test file's tests against its policy and the
+// libraries, as written.
 func runTests(ctx context.Context, modules map[string]*ast.Module) error {
-	hasTests := false
-	for _, m := range modules {
-		hasTests = hasTests || isTestModule(m)
-	}
-	if !hasTests {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, testTimeout)
-	defer cancel()
-	ch, err := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout).Run(ctx, modules)
+	results, err := Test(ctx, modules, "")
 	if err != nil {
-		return fmt.Errorf("compile policies and their tests: %w", err)
+		return err
 	}
 	var failed []error
-	for r := range ch {
+	for _, r := range results {
 		switch {
 		case r.Error != nil:
 			failed = append(failed, fmt.Errorf("%s: %s: %v", r.Location, r.Name, r.Error))
@@ -197,18 +197,46 @@ func runTests(ctx context.Context, modules map[string]*ast.Module) error {
 	return nil
 }
 
-// isTestModule reports whether m holds tests and nothing a request is
-// decided by.
-func isTestModule(m *ast.Module) bool {
-	if len(m.Rules) == 0 {
-		return false
-	}
-	for _, r := range m.Rules {
-		if !strings.HasPrefix(r.Head.Name.String(), tester.TestPrefix) && !strings.HasPrefix(r.Head.Name.String(), tester.SkipTestPrefix) {
-			return false
+// Test runs the tests of modules (path → parsed module): each file named
+// *_test.rego with the policy of the same name and every module that is
+// neither a policy nor a test, as the server evaluates the policy. filter,
+// a regular expression, selects tests by name, as opa test --run does; ""
+// runs them all. It reports every test's result, in file order.
+func Test(ctx context.Context, modules map[string]*ast.Module, filter string) ([]*tester.Result, error) {
+	libraries := map[string]*ast.Module{}
+	var tests []string
+	for path, m := range modules {
+		switch {
+		case isTestFile(path):
+			tests = append(tests, path)
+		case !m.Package.Path.Equal(admissionPackage):
+			libraries[path] = m
 		}
 	}
-	return true
+	sort.Strings(tests)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	var results []*tester.Result
+	for _, path := range tests {
+		group := maps.Clone(libraries)
+		group[path] = modules[path]
+		policy := strings.TrimSuffix(path, testSuffix) + ".rego"
+		if m, ok := modules[policy]; ok {
+			group[policy] = m
+		}
+		runner := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout)
+		if filter != "" {
+			runner = runner.Filter(filter)
+		}
+		ch, err := runner.Run(ctx, group)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s with its policy: %w", path, err)
+		}
+		for r := range ch {
+			results = append(results, r)
+		}
+	}
+	return results, nil
 }
 
 // enforcementOf reads custom.enforcement from the module's METADATA
