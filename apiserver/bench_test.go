@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
+	"github.com/trustplane/trustplane/policies"
 )
 
 // benchConcurrency is the number of concurrent clients in the
@@ -143,4 +147,68 @@ func BenchmarkList10000ConfigMaps(b *testing.B) {
 	slices.Sort(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(samples[len(samples)*99/100].Milliseconds()), "p99-ms")
+}
+
+// BenchmarkSecretCreateWithPolicies measures Secret creates through two
+// API servers over one etcd, one without admission policies and one with
+// the shipped library (replicating namespaces and ServiceAccounts), in
+// turns (off, on, off), and reports the rate with the library over the
+// rate without it.
+//
+//	go test ./apiserver -run '^$' -bench SecretCreateWithPolicies -benchtime 2000x
+func BenchmarkSecretCreateWithPolicies(b *testing.B) {
+	e := etcdtest.Start(b)
+	off := startServerOn(b, e)
+	on := startServerOn(b, e, withShippedPolicies(b))
+	payload := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 40))
+	rate := func(ts *testServer, phase string) float64 {
+		cfg := ts.restConfig(b, admin)
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		elapsed := runConcurrently(b, b.N, func(i int) error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d-%d", phase, b.N, i)}, Data: map[string][]byte{"value": payload}}
+			_, err := cs.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{})
+			return err
+		})
+		return float64(b.N) / elapsed.Seconds()
+	}
+	b.ResetTimer()
+	offBefore := rate(off, "off-a")
+	onRate := rate(on, "on")
+	offAfter := rate(off, "off-b")
+	b.StopTimer()
+	offRate := (offBefore + offAfter) / 2
+	b.ReportMetric(offRate, "creates/s-without")
+	b.ReportMetric(onRate, "creates/s-with-library")
+	b.ReportMetric(onRate/offRate, "ratio")
+}
+
+// withShippedPolicies runs the shipped policy library, as trustplane init
+// installs it.
+func withShippedPolicies(t testing.TB) serverOption {
+	t.Helper()
+	files := map[string][]byte{}
+	err := fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
+			return err
+		}
+		files[path], err = fs.ReadFile(policies.FS, path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := opa.NewData()
+	set, err := data.Compile(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *Config) {
+		c.AdmissionPolicies, c.AdmissionData = set, data
+		c.AdmissionReplicate = []schema.GroupResource{{Resource: "namespaces"}, {Resource: "serviceaccounts"}}
+	}
 }

@@ -19,11 +19,11 @@ import (
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-// policies runs what the Rego admission stage needs beside requests: the
+// policyStage runs what the Rego admission stage needs beside requests: the
 // replication of objects into the policies' data, and the reload of the
 // policies, from the policy directory and from the ConfigMaps of
 // kube-system labelled trustplane.io/policy=rego.
-type policies struct {
+type policyStage struct {
 	plugin    *opa.Plugin
 	data      *opa.Data
 	replicate []schema.GroupResource
@@ -47,7 +47,7 @@ const (
 // returning once every one has its current objects in the data (or
 // syncCtx is done); and watches the policy directory. Its goroutines are
 // added to wg.
-func (p *policies) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, caches map[schema.GroupResource]*storage.Cacher, logger *slog.Logger) error {
+func (p *policyStage) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, caches map[schema.GroupResource]*storage.Cacher, logger *slog.Logger) error {
 	synced := make(chan struct{}, len(p.replicate))
 	for _, gr := range p.replicate {
 		wg.Go(func() { p.follow(ctx, gr, caches[gr], synced, logger) })
@@ -70,7 +70,7 @@ func (p *policies) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, cache
 var configMapsGR = schema.GroupResource{Resource: "configmaps"}
 
 // read is every policy: the directory's and the ConfigMaps'.
-func (p *policies) read() (map[string][]byte, error) {
+func (p *policyStage) read() (map[string][]byte, error) {
 	files, err := opa.ReadDirs(p.dir)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (p *policies) read() (map[string][]byte, error) {
 
 // followConfigMaps keeps fromConfigMaps the .rego keys of kube-system's
 // labelled ConfigMaps.
-func (p *policies) followConfigMaps(ctx context.Context, cache *storage.Cacher) {
+func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cacher) {
 	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher) {
 		p.mu.Lock()
 		clear(p.fromConfigMaps)
@@ -118,7 +118,7 @@ func (p *policies) followConfigMaps(ctx context.Context, cache *storage.Cacher) 
 // the current state (its initial events), then every change; a watch that
 // ends starts again from a fresh state. synced is told once, when the
 // first initial events are in.
-func (p *policies) follow(ctx context.Context, gr schema.GroupResource, cache *storage.Cacher, synced chan<- struct{}, logger *slog.Logger) {
+func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache *storage.Cacher, synced chan<- struct{}, logger *slog.Logger) {
 	told := false
 	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher) {
 		if err := p.data.Reset(ctx, gr.Resource); err != nil {

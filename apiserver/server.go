@@ -184,7 +184,7 @@ type Server struct {
 	tlsConfig      *tls.Config
 	handler        http.Handler
 	resources      *handlers.Handler
-	policies       policies
+	policies       policyStage
 	etcd           *clientv3.Client
 	caches         map[schema.GroupResource]*storage.Cacher
 	anonymous      *filters.AnonymousPolicy
@@ -308,7 +308,7 @@ func New(c Config) (*Server, error) {
 		requestTimeout: c.RequestTimeout,
 		resources:      resources,
 		respond:        respond,
-		policies: policies{
+		policies: policyStage{
 			plugin:    rego,
 			data:      c.AdmissionData,
 			replicate: c.AdmissionReplicate,
