@@ -16,10 +16,11 @@ import (
 // Exit statuses of the policy commands, beside 0.
 const (
 	// exitFailed: a test failed or errored, coverage is below the
-	// threshold.
+	// threshold, a request is denied.
 	exitFailed = 1
 	// exitBadInput: what the command was given is wrong: a policy that
-	// does not parse or compile, a path that does not exist, a bad flag.
+	// does not parse, compile or pass its tests (eval), a path or a file
+	// that does not exist or does not decode, a bad flag.
 	exitBadInput = 2
 )
 
@@ -34,12 +35,12 @@ directories or .rego files, as opa test does (without any: the data
 directory's policies/), so that an author tests a working copy, not the
 running set. Policies are Rego v1, as the API server reads them.
 
-Exit status: 0 when all is well, 1 when a test failed, 2 when the input
-is bad (a file that does not parse, with its
+Exit status: 0 when all is well, 1 when a test failed or a request is
+denied, 2 when the input is bad (a file that does not parse, with its
 file:line; a path that does not exist; a bad flag).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	cmd.AddCommand(newPolicyTestCommand())
+	cmd.AddCommand(newPolicyTestCommand(), newPolicyEvalCommand())
 	return cmd
 }
 

@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // policyRun runs `trustplane policy args...` in-process, as main would:
@@ -386,4 +390,362 @@ func tapOutcomes(t *testing.T, out string) map[string]string {
 		t.Errorf("plan 1..%d, %d test points", plan, n)
 	}
 	return got
+}
+
+// evalPolicies are the policies of the policy eval tests, with a test
+// that LoadDirs runs.
+var evalPolicies = map[string]string{
+	"nodefault.rego":      noDefaultPolicy,
+	"nodefault_test.rego": noDefaultTests,
+	// team warns of a Secret without a team label.
+	"team.rego": `package kubernetes.admission
+
+warn contains "no team label" if {
+	input.request.kind.kind == "Secret"
+	input.request.operation != "DELETE"
+	not input.request.object.metadata.labels.team
+}
+`,
+	// tier refuses an update that changes the tier label.
+	"tier.rego": `package kubernetes.admission
+
+deny contains msg if {
+	input.request.operation == "UPDATE"
+	old := input.request.oldObject.metadata.labels.tier
+	new := object.get(input.request.object.metadata, ["labels", "tier"], "")
+	old != new
+	msg := sprintf("tier may not change from %s to %s", [old, new])
+}
+`,
+	// owner records who created a Secret, and refuses one without the
+	// record: the patch comes first, so a create passes.
+	"owner.rego": `package kubernetes.admission
+
+patch contains {"op": "add", "path": "/metadata/annotations", "value": {"owner": input.request.userInfo.username}} if {
+	input.request.operation == "CREATE"
+	not input.request.object.metadata.annotations
+}
+
+deny contains "no owner" if {
+	input.request.operation == "CREATE"
+	not input.request.object.metadata.annotations.owner
+}
+`,
+	// audit is a dry run: its denials are only recorded. (Its METADATA
+	// is the rule's: OPA allows one package annotation a package, across
+	// the files compiled with the tests, and nodefault has it.)
+	"audit.rego": `package kubernetes.admission
+
+# METADATA
+# custom:
+#   enforcement: dryrun
+deny contains "every Secret is recorded" if input.request.kind.kind == "Secret"
+`,
+	// soft warns instead of refusing.
+	"soft.rego": `package kubernetes.admission
+
+# METADATA
+# custom:
+#   enforcement: warn
+deny contains "deletes are discouraged" if input.request.operation == "DELETE"
+`,
+}
+
+func secretYAML(namespace string, labels map[string]string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n")
+	if namespace != "" {
+		b.WriteString("  namespace: " + namespace + "\n")
+	}
+	if len(labels) > 0 {
+		b.WriteString("  labels:\n")
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			b.WriteString("    " + k + ": " + labels[k] + "\n")
+		}
+	}
+	b.WriteString("data:\n  password: aHVudGVyMg==\n")
+	return b.String()
+}
+
+// policyEvalJSON is what policy eval -o json writes.
+type policyEvalJSON struct {
+	Outcome   string   `json:"outcome"`
+	DeniedBy  []string `json:"deniedBy"`
+	Message   string   `json:"message"`
+	Warnings  []string `json:"warnings"`
+	Error     string   `json:"error"`
+	Decisions []struct {
+		Policy      string   `json:"policy"`
+		Enforcement string   `json:"enforcement"`
+		Deny        []string `json:"deny"`
+		Warn        []string `json:"warn"`
+		Patch       []any    `json:"patch"`
+	} `json:"decisions"`
+	Trace string `json:"trace"`
+}
+
+func TestPolicyEval(t *testing.T) {
+	dir := t.TempDir()
+	policies := writeFiles(t, filepath.Join(dir, "policies"), evalPolicies)
+	failing := writeFiles(t, filepath.Join(dir, "failing"), map[string]string{
+		"nodefault.rego":      noDefaultPolicy,
+		"nodefault_test.rego": noDefaultTests + "\ntest_wrong if false\n",
+	})
+	conflict := writeFiles(t, filepath.Join(dir, "conflict"), map[string]string{
+		"conflict.rego": `package kubernetes.admission
+
+x := 1 if input.request
+x := 2 if input.request
+
+deny contains "never" if x == 3
+`,
+	})
+	objects := writeFiles(t, filepath.Join(dir, "objects"), map[string]string{
+		"default.yaml":   secretYAML("", map[string]string{"team": "a"}),
+		"prod.yaml":      secretYAML("prod", map[string]string{"team": "a", "tier": "gold"}),
+		"nolabel.yaml":   secretYAML("prod", nil),
+		"silver.yaml":    secretYAML("prod", map[string]string{"team": "a", "tier": "silver"}),
+		"prod.json":      `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "prod", "labels": {"team": "a"}}}`,
+		"two.yaml":       secretYAML("prod", nil) + "---\n" + secretYAML("prod", nil),
+		"unknown.yaml":   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nsecretive: true\n",
+		"widget.yaml":    "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+		"badyaml.yaml":   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: [db\n",
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n",
+		"namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: prod\n",
+		"noname.yaml":    "apiVersion: v1\nkind: Secret\nmetadata:\n  namespace: prod\n",
+	})
+	obj := func(name string) string { return filepath.Join(objects, name) }
+	type decision struct{ deny, warn []string }
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		wantCode      int
+		wantOutcome   string
+		wantDeniedBy  []string
+		wantWarnings  []string
+		wantDecisions map[string]decision // policies with a message
+		wantPatchBy   string              // the username owner's patch records
+		wantEvalError string              // a substring of the evaluation error
+		wantErr       string
+	}{
+		{
+			name: "allowed", args: []string{"--object", obj("prod.yaml")},
+			wantOutcome: "allowed", wantPatchBy: "admin",
+			wantDecisions: map[string]decision{"audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "JSON object", args: []string{"--object", obj("prod.json")},
+			wantOutcome: "allowed", wantPatchBy: "admin",
+			wantDecisions: map[string]decision{"audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "denied in the default namespace", args: []string{"--object", obj("default.yaml")},
+			wantCode: 1, wantOutcome: "denied", wantDeniedBy: []string{"nodefault"}, wantPatchBy: "admin",
+			wantDecisions: map[string]decision{"nodefault": {deny: []string{"Secret db may not be in default"}}, "audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "a --namespace that agrees", args: []string{"--object", obj("nolabel.yaml"), "-n", "prod", "--as", "alice", "--as-group", "dev"},
+			wantOutcome: "warned", wantWarnings: []string{"policy team: no team label"}, wantPatchBy: "alice",
+			wantDecisions: map[string]decision{"team": {warn: []string{"no team label"}}, "audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "warned", args: []string{"--object", obj("nolabel.yaml"), "--as", "alice"},
+			wantOutcome: "warned", wantWarnings: []string{"policy team: no team label"}, wantPatchBy: "alice",
+			wantDecisions: map[string]decision{"team": {warn: []string{"no team label"}}, "audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "update that keeps the tier", args: []string{"--operation", "UPDATE", "--object", obj("prod.yaml"), "--old", obj("prod.yaml")},
+			wantOutcome:   "allowed",
+			wantDecisions: map[string]decision{"audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "update that changes the tier", args: []string{"--operation", "UPDATE", "--object", obj("silver.yaml"), "--old", obj("prod.yaml")},
+			wantCode: 1, wantOutcome: "denied", wantDeniedBy: []string{"tier"},
+			wantDecisions: map[string]decision{"tier": {deny: []string{"tier may not change from gold to silver"}}, "audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "delete, warned by a warn policy", args: []string{"--operation", "DELETE", "--object", obj("prod.yaml")},
+			wantOutcome: "warned", wantWarnings: []string{"policy soft would deny: deletes are discouraged"},
+			wantDecisions: map[string]decision{"soft": {deny: []string{"deletes are discouraged"}}, "audit": {deny: []string{"every Secret is recorded"}}},
+		},
+		{
+			name: "a ConfigMap in default", args: []string{"--object", obj("configmap.yaml")},
+			wantCode: 1, wantOutcome: "denied", wantDeniedBy: []string{"nodefault"}, wantPatchBy: "admin",
+			wantDecisions: map[string]decision{"nodefault": {deny: []string{"no ConfigMaps in default"}}},
+		},
+		{
+			name: "a cluster-scoped object", args: []string{"--object", obj("namespace.yaml")},
+			wantOutcome: "allowed", wantPatchBy: "admin",
+		},
+		{
+			name: "a policy that cannot be evaluated denies", args: []string{"--object", obj("prod.yaml"), conflict},
+			wantCode: 1, wantOutcome: "denied", wantEvalError: "conflict.rego:4: eval_conflict_error",
+		},
+		{name: "UPDATE without --old", args: []string{"--operation", "UPDATE", "--object", obj("prod.yaml")}, wantCode: 2, wantErr: "requires --old"},
+		{name: "--old without UPDATE", args: []string{"--object", obj("prod.yaml"), "--old", obj("prod.yaml")}, wantCode: 2, wantErr: "--old goes with --operation UPDATE"},
+		{name: "an update of another kind", args: []string{"--operation", "UPDATE", "--object", obj("prod.yaml"), "--old", obj("configmap.yaml")}, wantCode: 2, wantErr: "is a /v1, Kind=ConfigMap"},
+		{name: "no --object", args: []string{}, wantCode: 2, wantErr: "--object is required"},
+		{name: "bad operation", args: []string{"--object", obj("prod.yaml"), "--operation", "PATCH"}, wantCode: 2, wantErr: `--operation "PATCH"`},
+		{name: "--as-group without --as", args: []string{"--object", obj("prod.yaml"), "--as-group", "dev"}, wantCode: 2, wantErr: "--as-group requires --as"},
+		{name: "a missing object file", args: []string{"--object", obj("missing.yaml")}, wantCode: 2, wantErr: "missing.yaml"},
+		{name: "two objects", args: []string{"--object", obj("two.yaml")}, wantCode: 2, wantErr: "more than one object"},
+		{name: "an unknown field", args: []string{"--object", obj("unknown.yaml")}, wantCode: 2, wantErr: `unknown field "secretive"`},
+		{name: "YAML that does not parse", args: []string{"--object", obj("badyaml.yaml")}, wantCode: 2, wantErr: "badyaml.yaml: yaml: line 4"},
+		{name: "a kind that is not served", args: []string{"--object", obj("widget.yaml")}, wantCode: 2, wantErr: "widget.yaml"},
+		{name: "an object without a name", args: []string{"--object", obj("noname.yaml")}, wantCode: 2, wantErr: "has no name"},
+		{name: "a namespace that disagrees", args: []string{"--object", obj("prod.yaml"), "-n", "dev"}, wantCode: 2, wantErr: `--namespace "dev": the object is in namespace "prod"`},
+		{name: "a namespace for a cluster-scoped kind", args: []string{"--object", obj("namespace.yaml"), "-n", "dev"}, wantCode: 2, wantErr: "is cluster-scoped"},
+		{name: "policies whose tests fail", args: []string{"--object", obj("prod.yaml"), failing}, wantCode: 2, wantErr: "test_wrong failed"},
+		{name: "policies that do not exist", args: []string{"--object", obj("prod.yaml"), filepath.Join(dir, "missing")}, wantCode: 2, wantErr: "missing"},
+		{name: "bad -o", args: []string{"--object", obj("prod.yaml"), "-o", "yaml"}, wantCode: 2, wantErr: `-o "yaml"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"eval", "-o", "json"}, tc.args...)
+			if !slices.ContainsFunc(tc.args, func(a string) bool { return !strings.HasPrefix(a, "-") && filepath.Dir(a) == dir }) {
+				args = append(args, policies)
+			}
+			out, errOut, code := policyRun(t, args...)
+			if code != tc.wantCode {
+				t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errOut)
+			}
+			if tc.wantErr != "" {
+				if !strings.Contains(errOut, tc.wantErr) {
+					t.Errorf("stderr does not contain %q:\n%s", tc.wantErr, errOut)
+				}
+				return
+			}
+			var got policyEvalJSON
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("-o json is not JSON: %v\n%s", err, out)
+			}
+			if got.Outcome != tc.wantOutcome {
+				t.Errorf("outcome %q, want %q (message %q, error %q)", got.Outcome, tc.wantOutcome, got.Message, got.Error)
+			}
+			if diff := cmp.Diff(tc.wantDeniedBy, got.DeniedBy); diff != "" {
+				t.Errorf("deniedBy (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantWarnings, got.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			decisions := map[string]decision{}
+			patchBy := ""
+			for _, d := range got.Decisions {
+				if len(d.Deny) > 0 || len(d.Warn) > 0 {
+					decisions[d.Policy] = decision{deny: d.Deny, warn: d.Warn}
+				}
+				if d.Policy == "owner" && len(d.Patch) == 1 {
+					patchBy, _ = d.Patch[0].(map[string]any)["value"].(map[string]any)["owner"].(string)
+				}
+			}
+			if diff := cmp.Diff(tc.wantDecisions, decisions, cmp.AllowUnexported(decision{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+			if patchBy != tc.wantPatchBy {
+				t.Errorf("owner's patch records %q, want %q", patchBy, tc.wantPatchBy)
+			}
+			if (got.Error == "") != (tc.wantEvalError == "") || !strings.Contains(got.Error, tc.wantEvalError) {
+				t.Errorf("evaluation error %q, want one with %q", got.Error, tc.wantEvalError)
+			}
+			if tc.wantOutcome == "denied" && !strings.Contains(got.Message, "is forbidden") {
+				t.Errorf("message %q is not the server's refusal", got.Message)
+			}
+
+			// The text output says the same.
+			text, _, textCode := policyRun(t, append([]string{"eval"}, args[3:]...)...)
+			if textCode != code {
+				t.Errorf("text output: exit status %d, json %d", textCode, code)
+			}
+			wantLine := map[string]string{"allowed": "\nallowed\n", "warned": "\nallowed with warnings\n", "denied": "\ndenied"}[tc.wantOutcome]
+			if !strings.Contains("\n"+text, wantLine) {
+				t.Errorf("text output does not say %q:\n%s", wantLine, text)
+			}
+		})
+	}
+}
+
+// A policy may read a Secret's data, copy it, transform it, trace it and
+// patch it into the object: nothing policy eval prints, with --explain,
+// in text or JSON, on create or update, shows the value in any form.
+func TestPolicyEvalRedactsSecretData(t *testing.T) {
+	const value = "Zq7-unlikely-9xW"
+	encoded := base64.StdEncoding.EncodeToString([]byte(value))
+	forms := []string{value, encoded, base64.URLEncoding.EncodeToString([]byte(value)), strings.ToUpper(value), strings.ToLower(value), "unlikely", "UNLIKELY", strconv.Quote(value)}
+
+	dir := t.TempDir()
+	policies := writeFiles(t, filepath.Join(dir, "policies"), map[string]string{
+		"peek.rego": `package kubernetes.admission
+
+import rego.v1
+
+secret_value(obj) := v if v := base64.decode(obj.data.password)
+secret_value(obj) := v if v := obj.stringData.password
+
+deny contains sprintf("the password is %s", [v]) if {
+	v := secret_value(input.request.object)
+	x := v
+	x != "something else"
+	upper(x) != "SOMETHING ELSE"
+	parts := split(x, "-")
+	count(parts) == 3
+	trace(sprintf("the value is %s, upper %s, part %s", [x, upper(x), parts[1]]))
+	startswith(x, "Zq7")
+}
+
+deny contains "the password changed" if {
+	old := secret_value(input.request.oldObject)
+	new := secret_value(input.request.object)
+	old != new
+	trace(old)
+}
+
+deny contains "a password is deleted" if {
+	input.request.operation == "DELETE"
+	v := secret_value(input.request.oldObject)
+	trace(v)
+	v != ""
+}
+
+warn contains sprintf("seen %s", [base64.encode(v)]) if v := secret_value(input.request.object)
+
+patch contains {"op": "add", "path": "/metadata/annotations", "value": {"copy": v}} if {
+	v := secret_value(input.request.object)
+	not input.request.object.metadata.annotations
+}
+`,
+	})
+	secret := func(field, v string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: prod\n" + field + ":\n  password: " + v + "\n"
+	}
+	objects := writeFiles(t, filepath.Join(dir, "objects"), map[string]string{
+		"data.yaml":       secret("data", encoded),
+		"stringdata.yaml": secret("stringData", value),
+		"other.yaml":      secret("data", base64.StdEncoding.EncodeToString([]byte("another-value"))),
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{name: "data", args: []string{"--object", filepath.Join(objects, "data.yaml")}},
+		{name: "stringData", args: []string{"--object", filepath.Join(objects, "stringdata.yaml")}},
+		{name: "update", args: []string{"--operation", "UPDATE", "--object", filepath.Join(objects, "other.yaml"), "--old", filepath.Join(objects, "data.yaml")}},
+		{name: "delete", args: []string{"--operation", "DELETE", "--object", filepath.Join(objects, "data.yaml")}},
+	} {
+		for _, output := range []string{"text", "json"} {
+			t.Run(tc.name+"/"+output, func(t *testing.T) {
+				out, errOut, code := policyRun(t, append([]string{"eval", "--explain", "-o", output, policies}, tc.args...)...)
+				if code != 1 && code != 0 {
+					t.Fatalf("exit status %d\nstderr:\n%s", code, errOut)
+				}
+				// The policies saw the value: the trace went through them.
+				if !strings.Contains(out, "Enter data.trustplane.policies.peek") || !strings.Contains(out, "<redacted>") {
+					t.Errorf("no trace of the policy, or nothing redacted:\n%s", out)
+				}
+				for _, f := range forms {
+					if strings.Contains(out, f) || strings.Contains(errOut, f) {
+						t.Errorf("the output shows %q:\n%s\nstderr:\n%s", f, out, errOut)
+					}
+				}
+			})
+		}
+	}
 }
