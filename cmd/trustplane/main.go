@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,9 +21,39 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "error:", msg)
+		}
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitError is an error with the exit status it ends the process with;
+// without err, the command has said all there is to say.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the exit status err ends the process with: 0 for none, an
+// exitError's own, else 1.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e := (*exitError)(nil); errors.As(err, &e) {
+		return e.code
+	}
+	return 1
 }
 
 func newRootCommand() *cobra.Command {
@@ -32,7 +63,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newBenchCommand(), newVersionCommand(), newKubeconfigCommand(), newWhoCanCommand())
+	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newBenchCommand(), newVersionCommand(), newKubeconfigCommand(), newWhoCanCommand(), newPolicyCommand())
 	return root
 }
 

@@ -1,0 +1,55 @@
+package opa
+
+import (
+	"encoding/base64"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+func TestRedactor(t *testing.T) {
+	const value = `p"w<1>é`
+	input, err := ast.InterfaceToValue(map[string]any{"request": map[string]any{
+		"object": map[string]any{
+			"data":       map[string]any{"password": base64.StdEncoding.EncodeToString([]byte(value))},
+			"stringData": map[string]any{"token": "tok-123"},
+			"metadata":   map[string]any{"name": "db"},
+		},
+		"oldObject": map[string]any{"binaryData": map[string]any{"key": base64.StdEncoding.EncodeToString([]byte("old-key"))}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRedactor(input)
+	for _, tc := range []struct{ in, want string }{
+		{in: "raw " + value, want: "raw " + Redacted},
+		{in: "base64 " + base64.StdEncoding.EncodeToString([]byte(value)), want: "base64 " + Redacted},
+		{in: `quoted "p\"w<1>é"`, want: `quoted "` + Redacted + `"`},
+		{in: `go-quoted ascii p\"w<1>\u00e9`, want: `go-quoted ascii p\"w<1>\u00e9`}, // not a form Go, Rego or JSON print
+		{in: `json "p\"w\u003c1\u003eé"`, want: `json "` + Redacted + `"`},
+		{in: "stringData tok-123 and its base64 " + base64.StdEncoding.EncodeToString([]byte("tok-123")), want: "stringData " + Redacted + " and its base64 " + Redacted},
+		{in: "old binaryData old-key", want: "old binaryData " + Redacted},
+		{in: "the name db stays", want: "the name db stays"},
+	} {
+		if got := r.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	op := map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]any{"tok-123": []any{"x", value}}}
+	want := map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]any{Redacted: []any{"x", Redacted}}}
+	if diff := cmp.Diff(want, r.Value(op)); diff != "" {
+		t.Errorf("Value (-want +got):\n%s", diff)
+	}
+	if r.Empty() {
+		t.Error("Empty with data to hide")
+	}
+
+	noData, err := ast.InterfaceToValue(map[string]any{"request": map[string]any{"object": map[string]any{"spec": map[string]any{"x": "y"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := NewRedactor(noData); !r.Empty() || r.String("y") != "y" {
+		t.Errorf("a Redactor of an input without data hides something")
+	}
+}
