@@ -314,3 +314,21 @@ func TestBadInputGetsClear4xx(t *testing.T) {
 		t.Errorf("bad input stored something: %v %v", list, err)
 	}
 }
+
+// stringData is write-only, as in kube-apiserver: merged into data, never
+// stored or served.
+func TestSecretStringData(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sd"}, StringData: map[string]string{"password": "s3cret"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().Secrets("default").Get(ctx, "sd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data["password"]) != "s3cret" || len(got.StringData) != 0 || got.Type != corev1.SecretTypeOpaque {
+		t.Errorf("secret data %v, stringData %v, type %q: want password in data only, type Opaque", got.Data, got.StringData, got.Type)
+	}
+}

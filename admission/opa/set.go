@@ -197,12 +197,42 @@ func runTests(ctx context.Context, modules map[string]*ast.Module) error {
 	return nil
 }
 
-// Test runs the tests of modules (path → parsed module): each file named
-// *_test.rego with the policy of the same name and every module that is
-// neither a policy nor a test, as the server evaluates the policy. filter,
-// a regular expression, selects tests by name, as opa test --run does; ""
-// runs them all. It reports every test's result, in file order.
+// Test runs the tests of modules (path → parsed module), each test file
+// in its group (see TestGroups). filter, a regular expression, selects
+// tests by name, as opa test --run does; "" runs them all. It reports
+// every test's result, in file order.
 func Test(ctx context.Context, modules map[string]*ast.Module, filter string) ([]*tester.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	var results []*tester.Result
+	for _, group := range TestGroups(modules) {
+		runner := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout)
+		if filter != "" {
+			runner = runner.Filter(filter)
+		}
+		ch, err := runner.Run(ctx, group.Modules)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s with its policy: %w", group.TestFile, err)
+		}
+		for r := range ch {
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// TestGroup is one test file, or a policy without tests, with what it is
+// compiled with.
+type TestGroup struct {
+	TestFile string
+	Modules  map[string]*ast.Module
+}
+
+// TestGroups are the tests of modules as the server evaluates the
+// policies: each file named *_test.rego with the policy of the same name
+// and every module that is neither a policy nor a test (a policy without
+// tests alone with those), in file order.
+func TestGroups(modules map[string]*ast.Module) []TestGroup {
 	libraries := map[string]*ast.Module{}
 	var tests []string
 	for path, m := range modules {
@@ -213,30 +243,26 @@ func Test(ctx context.Context, modules map[string]*ast.Module, filter string) ([
 			libraries[path] = m
 		}
 	}
+	// A policy without tests is a group of its own, so that it is
+	// compiled all the same.
+	for path, m := range modules {
+		if !isTestFile(path) && m.Package.Path.Equal(admissionPackage) {
+			if _, tested := modules[strings.TrimSuffix(path, ".rego")+testSuffix]; !tested {
+				tests = append(tests, path)
+			}
+		}
+	}
 	sort.Strings(tests)
-	ctx, cancel := context.WithTimeout(ctx, testTimeout)
-	defer cancel()
-	var results []*tester.Result
+	groups := make([]TestGroup, 0, len(tests))
 	for _, path := range tests {
 		group := maps.Clone(libraries)
 		group[path] = modules[path]
-		policy := strings.TrimSuffix(path, testSuffix) + ".rego"
-		if m, ok := modules[policy]; ok {
-			group[policy] = m
+		if policy := strings.TrimSuffix(path, testSuffix) + ".rego"; isTestFile(path) && modules[policy] != nil {
+			group[policy] = modules[policy]
 		}
-		runner := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout)
-		if filter != "" {
-			runner = runner.Filter(filter)
-		}
-		ch, err := runner.Run(ctx, group)
-		if err != nil {
-			return nil, fmt.Errorf("compile %s with its policy: %w", path, err)
-		}
-		for r := range ch {
-			results = append(results, r)
-		}
+		groups = append(groups, TestGroup{TestFile: path, Modules: group})
 	}
-	return results, nil
+	return groups
 }
 
 // enforcementOf reads custom.enforcement from the module's METADATA

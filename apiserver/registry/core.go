@@ -69,17 +69,8 @@ func coreResources() []*Resource {
 			NewObject:     func() runtime.Object { return &corev1.Secret{} },
 			NewList:       func() runtime.Object { return &corev1.SecretList{} },
 			NameValidator: apimachineryvalidation.NameIsDNSSubdomain,
-			PrepareCreate: func(obj runtime.Object) {
-				if s := obj.(*corev1.Secret); s.Type == "" {
-					s.Type = corev1.SecretTypeOpaque
-				}
-			},
-			PrepareUpdate: func(obj, _ runtime.Object) {
-				if s := obj.(*corev1.Secret); s.Type == "" {
-					s.Type = corev1.SecretTypeOpaque
-				}
-			},
-			Validate: validateSecret,
+			Defaults:      func(obj runtime.Object) { kinds.DefaultSecret(obj.(*corev1.Secret)) },
+			Validate:      validateSecret,
 			Fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"type": string(obj.(*corev1.Secret).Type)}
 			},

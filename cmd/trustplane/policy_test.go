@@ -749,3 +749,12 @@ patch contains {"op": "add", "path": "/metadata/annotations", "value": {"copy": 
 		}
 	}
 }
+
+// The shipped library passes its own tests as policy test runs them: each
+// policy with its test file, as the server loads them.
+func TestPolicyTestShippedLibrary(t *testing.T) {
+	stdout, stderr, code := policyRun(t, "test", filepath.Join("..", "..", "policies"))
+	if code != 0 || !strings.Contains(stdout, "PASS") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/topdown/lineage"
+
+	"github.com/trustplane/trustplane/admission/opa"
 )
 
 // DefaultTestTimeout bounds each test, as opa test does.
@@ -92,30 +94,36 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	runner := tester.NewRunner().
-		SetStore(inmem.New()).
-		SetDefaultRegoVersion(ast.RegoV1).
-		SetModules(modules).
-		CapturePrintOutput(true).
-		EnableTracing(o.Verbose).
-		SetTimeout(cmp.Or(o.Timeout, DefaultTestTimeout)).
-		Filter(o.Run)
+	// Each test file runs with its policy alone, as the server tests a
+	// set before it loads it.
 	var cov *cover.Cover
 	if o.Coverage {
 		cov = cover.New()
-		runner.SetCoverageQueryTracer(cov)
-	}
-	ch, err := runner.RunTests(ctx, nil)
-	if err != nil {
-		// The options are valid: what is left is the policies'.
-		return nil, &InputError{fmt.Errorf("compile policies: %w", err)}
 	}
 	report := &Report{Threshold: o.Threshold}
-	for r := range ch {
-		r.Trace = lineage.Filter(r.Trace, func(e *topdown.Event) bool {
-			return e.Op == topdown.NoteOp || e.Op == topdown.FailOp
-		})
-		report.Results = append(report.Results, r)
+	for _, group := range opa.TestGroups(modules) {
+		runner := tester.NewRunner().
+			SetStore(inmem.New()).
+			SetDefaultRegoVersion(ast.RegoV1).
+			SetModules(group.Modules).
+			CapturePrintOutput(true).
+			EnableTracing(o.Verbose).
+			SetTimeout(cmp.Or(o.Timeout, DefaultTestTimeout)).
+			Filter(o.Run)
+		if cov != nil {
+			runner.SetCoverageQueryTracer(cov)
+		}
+		ch, err := runner.RunTests(ctx, nil)
+		if err != nil {
+			// The options are valid: what is left is the policies'.
+			return nil, &InputError{fmt.Errorf("compile %s with its policy: %w", group.TestFile, err)}
+		}
+		for r := range ch {
+			r.Trace = lineage.Filter(r.Trace, func(e *topdown.Event) bool {
+				return e.Op == topdown.NoteOp || e.Op == topdown.FailOp
+			})
+			report.Results = append(report.Results, r)
+		}
 	}
 	slices.SortFunc(report.Results, func(a, b *tester.Result) int {
 		return cmp.Or(
