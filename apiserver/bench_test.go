@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -164,6 +165,9 @@ func BenchmarkSecretCreateWithPolicies(b *testing.B) {
 	rate := func(ts *testServer, phase string) float64 {
 		cfg := ts.restConfig(b, admin)
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		// The library warns of Secrets in default; the client need not
+		// log each.
+		cfg.WarningHandler = rest.NoWarnings{}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)

@@ -62,7 +62,8 @@ func (p *Plugin) Swap(set *Set) { p.set.Store(set) }
 // Admit applies the patches of the policies that are not dry runs.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	obj := a.GetObject()
-	if obj == nil {
+	if obj == nil || !p.set.Load().mutates {
+		// Nothing to patch: the validating stage judges the object.
 		return nil
 	}
 	decisions, err := p.eval(ctx, a)

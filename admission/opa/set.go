@@ -57,6 +57,8 @@ type Set struct {
 	query    rego.PreparedEvalQuery
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
+	// mutates: some policy has patch rules.
+	mutates bool
 }
 
 // Policies are the set's policies, by name.
@@ -131,6 +133,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 
 	// Each policy file gets a package of its own.
 	var policies []Policy
+	mutates := false
 	served := map[string]*ast.Module{}
 	names := map[string]string{}
 	for path, m := range modules {
@@ -150,6 +153,9 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		for _, r := range m.Rules {
+			mutates = mutates || r.Head.Name.String() == "patch"
+		}
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
@@ -165,7 +171,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policies: %w", err)
 	}
-	return &Set{policies: policies, query: query, source: fingerprint(files)}, nil
+	return &Set{policies: policies, query: query, source: fingerprint(files), mutates: mutates}, nil
 }
 
 // testSuffix marks a file of tests. The tests of policy p.rego are in
