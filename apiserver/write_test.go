@@ -29,6 +29,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/filters"
 	"github.com/trustplane/trustplane/apiserver/handlers"
 	"github.com/trustplane/trustplane/apiserver/registry"
@@ -200,13 +201,35 @@ func doorFixtures() map[schema.GroupVersionKind]runtime.Object {
 // each carries the request object when its level asks for it. The routes
 // come from the registry, so a route added later is tried too, and fails
 // here until it has a fixture.
+//
+// The refusal comes once from a Go admission plugin, once from a Rego
+// policy of the admission stage; each route is sent as is and with
+// dryRun=All.
 func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 	const refusedUser = "refused"
+	policy, err := opa.Compile(context.Background(), map[string][]byte{"refuse.rego": []byte(`package kubernetes.admission
+
+deny contains "` + refusal + `" if input.request.userInfo.username == "` + refusedUser + `"
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, refuse := range []struct {
+		name   string
+		option serverOption
+	}{
+		{"go plugin", func(c *Config) {
+			c.extraAdmission = append(c.extraAdmission, refuser{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete, admission.Connect), user: refusedUser})
+		}},
+		{"rego policy", func(c *Config) { c.AdmissionPolicies = policy }},
+	} {
+		t.Run(refuse.name, func(t *testing.T) { everyWriteRouteRefused(t, refusedUser, refuse.option) })
+	}
+}
+
+func everyWriteRouteRefused(t *testing.T, refusedUser string, refuse serverOption) {
 	log := &stageLog{user: refusedUser}
-	ts := startServer(t, func(c *Config) {
-		c.extraAdmission = append(c.extraAdmission, refuser{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete, admission.Connect), user: refusedUser})
-		c.observeWrite = log.observe
-	})
+	ts := startServer(t, refuse, func(c *Config) { c.observeWrite = log.observe })
 	adminClient := ts.httpClient(t, admin)
 	refused := ts.httpClient(t, &identity{user: refusedUser, groups: []string{rbac.ClusterAdminsGroup}})
 	fixtures := doorFixtures()
@@ -334,28 +357,43 @@ func TestEveryWriteRouteIsAdmitted(t *testing.T) {
 			default:
 				t.Fatalf("no request for the route %s: add one", c)
 			}
-			log.take()
-			resp, got := send(refused, method, url, contentType, body)
-			entered := log.take()
-			var st metav1.Status
-			_ = json.Unmarshal(got, &st)
-			if resp.StatusCode != http.StatusForbidden || !strings.Contains(st.Message, refusal) {
-				t.Fatalf("%s %s: %d %s; want 403 from the refusing admission plugin", method, url, resp.StatusCode, got)
-			}
-			if want := handlers.Stages()[:len(handlers.Stages())-1]; !slices.Equal(entered, want) {
-				t.Errorf("stages entered %q, want %q", entered, want)
-			}
-			ev := auditEventByID(t, ts.auditLog, resp.Header.Get(filters.AuditIDHeader))
-			if audit.AtLeast(ev.Level, auditv1.LevelRequest) && (ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0) {
-				t.Errorf("audit event at level %s has no request object", ev.Level)
-			}
-			if !audit.AtLeast(ev.Level, auditv1.LevelRequest) && ev.RequestObject != nil {
-				t.Errorf("audit event at level %s records the request object", ev.Level)
-			}
-			if (c.res.GVR.Resource == "secrets" || c.subresource == "token" || c.res.GVR.Resource == "tokenreviews") && ev.Level != auditv1.LevelMetadata {
-				t.Errorf("audit event of a credential-bearing write at level %s, want Metadata", ev.Level)
+			for _, dryRun := range []bool{false, true} {
+				target := url
+				if dryRun {
+					target += map[bool]string{false: "?", true: "&"}[strings.Contains(url, "?")] + "dryRun=All"
+				}
+				log.take()
+				resp, got := send(refused, method, target, contentType, body)
+				if entered := log.take(); !slices.Equal(entered, handlers.Stages()[:len(handlers.Stages())-1]) {
+					t.Errorf("%s %s: stages entered %q", method, target, entered)
+				}
+				var st metav1.Status
+				_ = json.Unmarshal(got, &st)
+				if resp.StatusCode != http.StatusForbidden || !strings.Contains(st.Message, refusal) {
+					t.Fatalf("%s %s: %d %s; want 403 from the refusing admission plugin", method, target, resp.StatusCode, got)
+				}
+				if !dryRun {
+					checkAudit(t, c, ts.auditLog, resp.Header.Get(filters.AuditIDHeader))
+				}
 			}
 		})
+	}
+}
+
+// checkAudit checks the audit event of a refused write: the request
+// object at level Request and above, none below, and Metadata at most for
+// the writes that carry credentials.
+func checkAudit(t *testing.T, c writeRouteCase, auditLog, id string) {
+	t.Helper()
+	ev := auditEventByID(t, auditLog, id)
+	if audit.AtLeast(ev.Level, auditv1.LevelRequest) && (ev.RequestObject == nil || len(ev.RequestObject.Raw) == 0) {
+		t.Errorf("audit event at level %s has no request object", ev.Level)
+	}
+	if !audit.AtLeast(ev.Level, auditv1.LevelRequest) && ev.RequestObject != nil {
+		t.Errorf("audit event at level %s records the request object", ev.Level)
+	}
+	if (c.res.GVR.Resource == "secrets" || c.subresource == "token" || c.res.GVR.Resource == "tokenreviews") && ev.Level != auditv1.LevelMetadata {
+		t.Errorf("audit event of a credential-bearing write at level %s, want Metadata", ev.Level)
 	}
 }
 
