@@ -10,11 +10,15 @@ import (
 
 // admissionChains are the mutating and the validating admission chains,
 // each in kube-apiserver's plugin order. A plugin is in the chain of each
-// interface it implements: today's plugins only validate, so the mutating
-// chain is empty and handles nothing. extra plugins (the Rego stage, as
-// kube's admission webhooks) go last.
+// interface it implements: the built-in plugins only validate; extra
+// plugins (the Rego stage, which mutates and validates, as kube's
+// admission webhooks) go last.
 func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
 	lifecycle, err := admission.NewNamespaceLifecycle(reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	policyConfigMaps, err := admission.NewPolicyConfigMaps(rbac.ClusterAdminsGroup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -26,7 +30,7 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
-	plugins := append([]k8sadmission.Interface{lifecycle, nodeRestriction, escalation}, extra...)
+	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, nodeRestriction, escalation}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

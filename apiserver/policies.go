@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -36,12 +37,10 @@ type policyStage struct {
 	fromConfigMaps map[string][]byte
 }
 
-// Policies in ConfigMaps: only in kube-system, whose ConfigMaps only
-// cluster administrators write, and only with this label.
-const (
-	policyLabel     = "trustplane.io/policy"
-	policyLabelRego = "rego"
-)
+// policyLabelRego is the value of admission.PolicyLabel that marks a
+// ConfigMap of kube-system as carrying Rego policies; the
+// PolicyConfigMaps plugin keeps their writes to cluster administrators.
+const policyLabelRego = "rego"
 
 // start replicates each resource from its watch cache until ctx is done,
 // returning once every one has its current objects in the data (or
@@ -102,7 +101,7 @@ func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cache
 					delete(p.fromConfigMaps, path)
 				}
 			}
-			if ev.Type != watch.Deleted && cm.Labels[policyLabel] == policyLabelRego {
+			if ev.Type != watch.Deleted && cm.Labels[admission.PolicyLabel] == policyLabelRego {
 				for key, src := range cm.Data {
 					if strings.HasSuffix(key, ".rego") {
 						p.fromConfigMaps[prefix+key] = []byte(src)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/rbac"
 )
 
 // warningLog collects the Warning headers client-go is sent.
@@ -231,6 +232,16 @@ deny contains "no ConfigMap may be called late" if input.request.name == "late"
 			t.Fatal(err)
 		}
 	}
+	// The controller manager may write ConfigMaps in kube-system, but not
+	// those that carry policies.
+	cm := ts.clientset(t, &identity{user: rbac.ControllerManagerUser})
+	_, err = cm.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "usurper", Labels: map[string]string{"trustplane.io/policy": "rego"}},
+		Data:       map[string]string{"u.rego": "package kubernetes.admission\n"},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the controller manager's policy ConfigMap: %v, want 403", err)
+	}
 	policyConfigMap("open", "sneaky", "from-open")
 	policyConfigMap("kube-system", "official", "from-system")
 	eventually(t, "the kube-system policy loaded", func() error { return refused(create("open", "from-system")) })
@@ -259,4 +270,32 @@ func refused(err error) error {
 		return nil
 	}
 	return fmt.Errorf("not refused: %v", err)
+}
+
+// What a policy's patch adds is defaulted like what a client sends: a
+// patched stringData is merged into data, where validation sees it.
+func TestRegoPatchDefaulted(t *testing.T) {
+	set, err := opa.Compile(context.Background(), map[string][]byte{"add.rego": []byte(`package kubernetes.admission
+
+patch contains {"op": "add", "path": "/stringData", "value": {"added": "by-policy"}} if {
+	input.request.kind.kind == "Secret"
+	not input.request.object.data.added
+}
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, func(c *Config) { c.AdmissionPolicies = set })
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().Secrets("default").Get(ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data["added"]) != "by-policy" || len(got.StringData) != 0 {
+		t.Errorf("data %v, stringData %v: want the patch's stringData merged into data", got.Data, got.StringData)
+	}
 }

@@ -2,7 +2,6 @@ package opa
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/storage"
@@ -66,6 +65,3 @@ func objectPath(resource, namespace, name string) storage.Path {
 	}
 	return storage.Path{"kubernetes", resource, namespace, name}
 }
-
-// errSecretsNotReplicated refuses to give policies every Secret's data.
-var errSecretsNotReplicated = errors.New("secrets are never replicated to the policies' data")

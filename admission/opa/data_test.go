@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,9 +72,11 @@ func TestLoadReplication(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != (schema.GroupResource{Resource: "namespaces"}) || got[1] != (schema.GroupResource{Group: "apps", Resource: "deployments"}) {
 		t.Errorf("got %v, %v", got, err)
 	}
-	write("resources: [secrets]\n")
-	if _, err := LoadReplication(path); err == nil || !strings.Contains(err.Error(), "never replicated") {
-		t.Errorf("secrets replicated: %v", err)
+	for _, secrets := range []string{"secrets", "Secrets", " secrets", "core/secrets", "v1/secrets", "/secrets", "SECRETS ", "core/v1/secrets"} {
+		write("resources: [" + strconv.Quote(secrets) + "]\n")
+		if _, err := LoadReplication(path); err == nil || !strings.Contains(err.Error(), "never replicated") {
+			t.Errorf("%q replicated: %v", secrets, err)
+		}
 	}
 	write("resource: [namespaces]\n")
 	if _, err := LoadReplication(path); err == nil {

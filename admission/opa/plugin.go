@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
+	tpadmission "github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -62,7 +66,7 @@ func (p *Plugin) Swap(set *Set) { p.set.Store(set) }
 // Admit applies the patches of the policies that are not dry runs.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	obj := a.GetObject()
-	if obj == nil || !p.set.Load().mutates {
+	if obj == nil || !p.set.Load().mutates || tpadmission.IsPolicyConfigMapDeletion(a) {
 		// Nothing to patch: the validating stage judges the object.
 		return nil
 	}
@@ -90,15 +94,27 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 // Validate refuses the request if a deny policy denies it, with every
 // message of every such policy.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	decisions, err := p.eval(ctx, a)
+	if tpadmission.IsPolicyConfigMapDeletion(a) {
+		// An administrator removing a policy is not judged by it.
+		return nil
+	}
+	input, decisions, err := p.evalInput(ctx, a)
 	if err != nil {
 		return err
 	}
+	// The messages go to the client, the audit log and Warning headers:
+	// none may show the data of the object judged, whatever a policy put
+	// in them.
+	var redact *Redactor
 	var refusals []string
 	for _, d := range decisions {
 		if len(d.Deny) == 0 && len(d.Warn) == 0 {
 			continue
 		}
+		if redact == nil {
+			redact = NewRedactor(input)
+		}
+		d.Deny, d.Warn = redact.Strings(d.Deny), redact.Strings(d.Warn)
 		record, _ := json.Marshal(map[string]any{"enforcement": d.Enforcement, "deny": d.Deny, "warn": d.Warn})
 		audit.Annotate(ctx, "policy.trustplane.io/"+d.Policy, string(record))
 		if d.Enforcement == DryRun {
@@ -127,25 +143,31 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 // eval evaluates the policies for a, within the timeout. Its error refuses
 // the request; the cause is logged without the input or values from it.
 func (p *Plugin) eval(ctx context.Context, a admission.Attributes) ([]Decision, error) {
+	_, decisions, err := p.evalInput(ctx, a)
+	return decisions, err
+}
+
+// evalInput is eval, with the input it evaluated.
+func (p *Plugin) evalInput(ctx context.Context, a admission.Attributes) (ast.Value, []Decision, error) {
 	input, err := Input(a)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	decisions, err := p.set.Load().Eval(ctx, input)
 	if err == nil {
-		return decisions, nil
+		return input, decisions, nil
 	}
 	var conflict errConflict
 	var te *topdown.Error
 	switch {
 	case errors.As(err, &conflict):
 		p.logger.ErrorContext(ctx, "rego admission: a policy's rule is not a set", "policy", conflict.policy, "rule", conflict.rule)
-		return nil, admission.NewForbidden(a, fmt.Errorf("admission policy %s is in conflict: its %s is not a set", conflict.policy, conflict.rule))
+		return nil, nil, admission.NewForbidden(a, fmt.Errorf("admission policy %s is in conflict: its %s is not a set", conflict.policy, conflict.rule))
 	case ctx.Err() != nil:
 		p.logger.ErrorContext(ctx, "rego admission: evaluation timed out", "timeout", p.timeout.String())
-		return nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
+		return nil, nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
 	case errors.As(err, &te):
 		// The message may quote values of the input; code and location
 		// do not.
@@ -153,7 +175,7 @@ func (p *Plugin) eval(ctx context.Context, a admission.Attributes) ([]Decision, 
 	default:
 		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "err_type", fmt.Sprintf("%T", err))
 	}
-	return nil, admission.NewForbidden(a, errors.New("the admission policies could not be evaluated"))
+	return nil, nil, admission.NewForbidden(a, errors.New("the admission policies could not be evaluated"))
 }
 
 // applyPatch applies JSONPatch ops to obj in place. The patched object
@@ -192,6 +214,14 @@ func applyPatch(obj runtime.Object, ops []any) error {
 	}
 	if before.GetName() != after.GetName() || before.GetNamespace() != after.GetNamespace() || obj.GetObjectKind().GroupVersionKind() != next.GetObjectKind().GroupVersionKind() {
 		return errors.New("a patch may not change the object's kind, name or namespace")
+	}
+	// What the server sets is the server's.
+	system := func(m metav1.Object) string {
+		b, _ := json.Marshal([]any{m.GetUID(), m.GetResourceVersion(), m.GetCreationTimestamp(), m.GetGeneration(), m.GetManagedFields(), m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds()})
+		return string(b)
+	}
+	if system(before) != system(after) {
+		return errors.New("a patch may not change the object's system fields")
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(next).Elem())
 	return nil

@@ -3,6 +3,7 @@ package opa
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -167,7 +168,7 @@ func TestFailClosed(t *testing.T) {
 		timeout time.Duration
 	}{
 		{"conflicting complete rule", "package kubernetes.admission\n\nx := 1 if true\n\nx := 2 if true\n\ndeny contains \"x\" if x == 3\n", DefaultTimeout},
-		{"deny is not a set", "package kubernetes.admission\n\ndeny := \"no\"\n", DefaultTimeout},
+		{"failing builtin", "package kubernetes.admission\n\ndeny contains \"bad\" if json.unmarshal(input.request.name).x\n", DefaultTimeout},
 		{"too slow", "package kubernetes.admission\n\ndeny contains \"never\" if {\n\tsome i in numbers.range(1, 100000000)\n\ti < 0\n}\n", 10 * time.Millisecond},
 	}
 	for _, tt := range tests {
@@ -195,6 +196,12 @@ func TestCompileRefuses(t *testing.T) {
 			"no-default_test.rego": "package kubernetes.admission_test\n\ntest_allows_default if {\n\tcount(data.kubernetes.admission.deny) == 0 with input as {\"request\": {\"kind\": {\"kind\": \"Secret\"}, \"namespace\": \"default\", \"name\": \"s\"}}\n}\n",
 		}, "no-default_test.rego:3"},
 		{"bad enforcement", map[string]string{"e.rego": "# METADATA\n# custom:\n#   enforcement: maybe\npackage kubernetes.admission\n\ndeny contains \"x\" if false\n"}, "maybe"},
+		{"deny is not a set", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny := \"no\"\n"}, "p.rego:3: deny must be a set"},
+		{"warn is not a set", map[string]string{"p.rego": "package kubernetes.admission\n\nwarn := \"x\"\n"}, "warn must be a set"},
+		{"enforcement of one rule", map[string]string{"p.rego": "package kubernetes.admission\n\n# METADATA\n# custom:\n#   enforcement: dryrun\ndeny contains \"a\" if false\n\ndeny contains \"b\" if true\n"}, "set it in the METADATA of the package"},
+		{"rules beside the admission package", map[string]string{"p.rego": "package kubernetes\n\nadmission.deny contains \"x\" if true\n"}, "only policies"},
+		{"into another policy's namespace", map[string]string{"p.rego": "package trustplane.policies.other\n\ndeny contains \"x\" if true\n"}, "only policies"},
+		{"a call out of the server", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny contains \"x\" if http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n"}, "http.send"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,3 +262,45 @@ func TestInput(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A policy that puts a Secret's data in its messages does not get it to
+// the client, the Warning headers or the audit event.
+func TestMessagesRedacted(t *testing.T) {
+	p := plugin(t, compile(t, map[string]string{
+		"leak.rego": `package kubernetes.admission
+
+deny contains msg if msg := sprintf("the password is %s", [base64.decode(input.request.object.data.pw)])
+
+warn contains msg if msg := sprintf("encoded: %s", [input.request.object.data.pw])
+`,
+		"leak-dry.rego": "# METADATA\n# custom:\n#   enforcement: dryrun\npackage kubernetes.admission\n\ndeny contains base64.decode(input.request.object.data.pw) if true\n",
+	}), DefaultTimeout)
+	rec := audit.NewRecord(auditv1.LevelMetadata, "id")
+	w := &warnings{}
+	ctx := warning.WithWarningRecorder(audit.WithRecord(context.Background(), rec), w)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}, Data: map[string][]byte{"pw": []byte("hunter2")}}
+	err := p.Validate(ctx, secretAttrs(s, admission.Create), nil)
+	ev := &auditv1.Event{}
+	rec.Fill(ev)
+	all := fmt.Sprint(err, w.list, ev.Annotations)
+	for _, form := range []string{"hunter2", "aHVudGVyMg=="} {
+		if strings.Contains(all, form) {
+			t.Errorf("%q shown: %s", form, all)
+		}
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "the password is") {
+		t.Errorf("got %v, want the refusal with its message redacted", err)
+	}
+}
+
+// A patch may not change what the server sets.
+func TestPatchSystemFields(t *testing.T) {
+	p := plugin(t, compile(t, map[string]string{"uid.rego": `package kubernetes.admission
+
+patch contains {"op": "replace", "path": "/metadata/uid", "value": "forged"} if true
+`}), DefaultTimeout)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team", UID: "real"}}
+	if err := p.Admit(context.Background(), secretAttrs(s, admission.Create), nil); !apierrors.IsForbidden(err) || s.UID != "real" {
+		t.Errorf("a patch of the uid: %v, uid %q; want a refusal and the uid kept", err, s.UID)
+	}
+}

@@ -3,6 +3,7 @@ package opa
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"slices"
 	"time"
 )
@@ -35,12 +36,17 @@ func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, 
 		if sum == last {
 			continue
 		}
-		last = sum
 		set, err := data.Compile(ctx, files)
 		if err != nil {
 			p.logger.ErrorContext(ctx, "admission policies changed but not loaded; the running set stays", "err", err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				// The same files fail the same way: not again until
+				// they change. A timeout may pass: try again.
+				last = sum
+			}
 			continue
 		}
+		last = sum
 		p.Swap(set)
 		names := make([]string, 0, len(set.policies))
 		for _, pol := range set.policies {

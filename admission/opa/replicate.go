@@ -35,14 +35,40 @@ func LoadReplication(path string) ([]schema.GroupResource, error) {
 	}
 	var out []schema.GroupResource
 	for _, r := range doc.Resources {
-		gr := schema.ParseGroupResource(r)
-		if i := strings.Index(r, "/"); i >= 0 {
-			gr = schema.GroupResource{Group: r[:i], Resource: r[i+1:]}
-		}
+		gr := parseResource(r)
 		if gr.Group == "" && gr.Resource == "secrets" {
-			return nil, fmt.Errorf("%s: %w", path, errSecretsNotReplicated)
+			return nil, fmt.Errorf("%s: %q: %w", path, r, errSecretsNotReplicated)
 		}
 		out = append(out, gr)
 	}
 	return out, nil
 }
+
+// parseResource reads "resource", "group/resource" or kube-mgmt's
+// "version/resource" and "group/version/resource", in any case and
+// spacing; "core" and "v1" name the core group.
+func parseResource(r string) schema.GroupResource {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(r)), "/")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	resource := parts[len(parts)-1]
+	group := ""
+	switch len(parts) {
+	case 2:
+		group = parts[0]
+	case 3:
+		group = parts[0]
+	}
+	if group == "core" || group == "v1" {
+		group = ""
+	}
+	if len(parts) == 2 && strings.HasPrefix(group, "v") && !strings.Contains(group, ".") && group != "" {
+		// kube-mgmt's version/resource of the core group.
+		group = ""
+	}
+	return schema.GroupResource{Group: group, Resource: resource}
+}
+
+// errSecretsNotReplicated refuses to give policies every Secret's data.
+var errSecretsNotReplicated = errors.New("secrets are never replicated to the policies' data")

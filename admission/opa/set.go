@@ -141,8 +141,14 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 			continue
 		}
 		if !m.Package.Path.Equal(admissionPackage) {
+			if m.Package.Path.HasPrefix(kubernetesData) || m.Package.Path.HasPrefix(trustplaneData) {
+				return nil, fmt.Errorf("%s: package %s: only policies (package kubernetes.admission) may define rules under data.kubernetes or data.trustplane, where they would be ignored or taken for another policy's", m.Package.Location, m.Package.Path)
+			}
 			served[path] = m
 			continue
+		}
+		if err := checkDecisionRules(m); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(path), ".rego")
 		if other, dup := names[name]; dup {
@@ -163,7 +169,14 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
-	opts := []func(*rego.Rego){rego.Query(decisionQuery(policies)), rego.Store(d.store)}
+	opts := []func(*rego.Rego){
+		rego.Query(decisionQuery(policies)),
+		rego.Store(d.store),
+		rego.Capabilities(Capabilities()),
+		// A builtin that fails fails the evaluation, which refuses the
+		// request, instead of leaving a deny undefined.
+		rego.StrictBuiltinErrors(true),
+	}
 	for _, m := range served {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -212,7 +225,8 @@ func Test(ctx context.Context, modules map[string]*ast.Module, filter string) ([
 	defer cancel()
 	var results []*tester.Result
 	for _, group := range TestGroups(modules) {
-		runner := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout)
+		runner := tester.NewRunner().SetStore(inmem.New()).SetTimeout(testTimeout).
+			SetCompiler(ast.NewCompiler().WithCapabilities(Capabilities()))
 		if filter != "" {
 			runner = runner.Filter(filter)
 		}
@@ -271,22 +285,60 @@ func TestGroups(modules map[string]*ast.Module) []TestGroup {
 	return groups
 }
 
-// enforcementOf reads custom.enforcement from the module's METADATA
-// annotations, package-scoped first; deny when none says.
+// enforcementOf reads custom.enforcement from the module's package-scope
+// METADATA annotation; deny when it says none. An enforcement at any other
+// scope is refused: it would seem to apply to one rule, and the
+// enforcement is the whole policy's.
 func enforcementOf(m *ast.Module) (Enforcement, error) {
+	enforcement := Deny
 	for _, a := range m.Annotations {
 		v, ok := a.Custom["enforcement"]
 		if !ok {
 			continue
 		}
+		if a.Scope != "package" {
+			return "", fmt.Errorf("%s: enforcement is the whole policy's: set it in the METADATA of the package, not of a %s", a.Location, a.Scope)
+		}
 		switch e := Enforcement(fmt.Sprint(v)); e {
 		case Deny, Warn, DryRun:
-			return e, nil
+			enforcement = e
 		default:
 			return "", fmt.Errorf("%s: enforcement %q is not deny, warn or dryrun", a.Location, v)
 		}
 	}
-	return Deny, nil
+	return enforcement, nil
+}
+
+// checkDecisionRules refuses a policy whose deny, warn or patch is not a
+// set: it could only make every request fail.
+func checkDecisionRules(m *ast.Module) error {
+	for _, r := range m.Rules {
+		switch name := r.Head.Name.String(); name {
+		case "deny", "warn", "patch":
+			if r.Head.RuleKind() != ast.MultiValue || len(r.Head.Ref()) != 1 {
+				return fmt.Errorf("%s: %s must be a set: %s contains … if { … }", r.Location, name, name)
+			}
+		}
+	}
+	return nil
+}
+
+var (
+	kubernetesData = ast.MustParseRef("data.kubernetes")
+	trustplaneData = ast.MustParseRef("data.trustplane")
+)
+
+// withoutIO are the builtins policies may not call: they reach outside
+// the server (a policy could send what it reads, Secret data included) or
+// read its environment.
+var withoutIO = []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
+
+// Capabilities are OPA's builtins but those that reach outside the server
+// or read its environment, for the policies and their tests alike.
+func Capabilities() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion()
+	c.Builtins = slices.DeleteFunc(c.Builtins, func(b *ast.Builtin) bool { return slices.Contains(withoutIO, b.Name) })
+	return c
 }
 
 func policyRef(name string) ast.Ref {

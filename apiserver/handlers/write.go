@@ -163,6 +163,11 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, q *scope, route 
 					fail(err)
 					return
 				}
+				// What a plugin changed is defaulted again, as kube
+				// decodes an admission webhook's patched object.
+				if a.obj != nil && route.kind == q.res.GVK() && q.res.Defaults != nil {
+					q.res.Defaults(a.obj)
+				}
 			}
 
 			h.enter(ctx, stageValidation)

@@ -434,19 +434,19 @@ deny contains "no owner" if {
 	// audit is a dry run: its denials are only recorded. (Its METADATA
 	// is the rule's: OPA allows one package annotation a package, across
 	// the files compiled with the tests, and nodefault has it.)
-	"audit.rego": `package kubernetes.admission
-
-# METADATA
+	"audit.rego": `# METADATA
 # custom:
 #   enforcement: dryrun
+package kubernetes.admission
+
 deny contains "every Secret is recorded" if input.request.kind.kind == "Secret"
 `,
 	// soft warns instead of refusing.
-	"soft.rego": `package kubernetes.admission
-
-# METADATA
+	"soft.rego": `# METADATA
 # custom:
 #   enforcement: warn
+package kubernetes.admission
+
 deny contains "deletes are discouraged" if input.request.operation == "DELETE"
 `,
 }

@@ -106,6 +106,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			SetStore(inmem.New()).
 			SetDefaultRegoVersion(ast.RegoV1).
 			SetModules(group.Modules).
+			SetCompiler(ast.NewCompiler().WithCapabilities(opa.Capabilities())).
 			CapturePrintOutput(true).
 			EnableTracing(o.Verbose).
 			SetTimeout(cmp.Or(o.Timeout, DefaultTestTimeout)).
