@@ -12,8 +12,10 @@ import (
 // Data is what policies read besides their input: the replicated
 // objects, at data.kubernetes.<resource>.<namespace>.<name>, or
 // data.kubernetes.<resource>.<name> for a cluster-scoped kind, as
-// kube-mgmt replicates them. It is safe for concurrent use; every
-// evaluation reads one consistent snapshot.
+// kube-mgmt replicates them. It is safe for concurrent use. It follows
+// the watch caches: a change is in it shortly after the cache has it, and
+// while a resource is replicated afresh (a watch that restarted) it is
+// partly there.
 type Data struct {
 	store storage.Store
 }

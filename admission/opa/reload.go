@@ -2,9 +2,7 @@ package opa
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -54,23 +52,4 @@ func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, 
 		}
 		p.logger.InfoContext(ctx, "admission policies reloaded", "policies", names)
 	}
-}
-
-// fingerprint is a digest of the policy files' names and contents.
-func fingerprint(files map[string][]byte) [sha256.Size]byte {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	h := sha256.New()
-	for _, p := range paths {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-		h.Write(files[p])
-		h.Write([]byte{0})
-	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
 }
