@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -195,14 +194,7 @@ func BenchmarkSecretCreateWithPolicies(b *testing.B) {
 // installs it.
 func withShippedPolicies(t testing.TB) serverOption {
 	t.Helper()
-	files := map[string][]byte{}
-	err := fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
-			return err
-		}
-		files[path], err = fs.ReadFile(policies.FS, path)
-		return err
-	})
+	files, err := policies.Files()
 	if err != nil {
 		t.Fatal(err)
 	}

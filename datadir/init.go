@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -125,18 +124,14 @@ func ensurePolicies(dir string) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(tmp)
-	err = fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
-			return err
-		}
-		data, err := fs.ReadFile(policies.FS, path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(tmp, path), data, 0o600)
-	})
+	files, err := policies.Files()
 	if err != nil {
 		return false, fmt.Errorf("install the policy library: %w", err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
+			return false, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(tmp, opa.ReplicationFile), []byte(replication), 0o600); err != nil {
 		return false, err

@@ -30,3 +30,18 @@ import "embed"
 //
 //go:embed *.rego
 var FS embed.FS
+
+// Files are the library's files by name, as the engine compiles them.
+func Files() (map[string][]byte, error) {
+	entries, err := FS.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	files := make(map[string][]byte, len(entries))
+	for _, e := range entries {
+		if files[e.Name()], err = FS.ReadFile(e.Name()); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}

@@ -2,10 +2,8 @@ package opa
 
 import (
 	"context"
-	"io/fs"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,14 +19,7 @@ import (
 // default namespace, labelled as trustplane's bootstrap leaves it.
 func library(t testing.TB) (*Set, *Data) {
 	t.Helper()
-	files := map[string][]byte{}
-	err := fs.WalkDir(policies.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") {
-			return err
-		}
-		files[path], err = fs.ReadFile(policies.FS, path)
-		return err
-	})
+	files, err := policies.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
