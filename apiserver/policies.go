@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -119,31 +120,53 @@ func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cache
 // first initial events are in.
 func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache *storage.Cacher, synced chan<- struct{}, logger *slog.Logger) {
 	told := false
-	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher) {
-		if err := p.data.Reset(ctx, gr.Resource); err != nil {
-			logger.Error("admission policies: replication reset failed", "resource", gr.String(), "err", err)
-		}
-		initial := w.Initial
-		if initial == 0 && !told {
+	// Until a watch's initial events are all in, and after a write that
+	// failed, the data is marked stale and evaluations refuse; a failure
+	// ends the watch, and the next one replicates afresh.
+	fresh := func() {
+		p.data.MarkFresh(gr.Resource)
+		if !told {
 			synced <- struct{}{}
 			told = true
 		}
+	}
+	failed := func(err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Error("admission policies: replication failed; replicating afresh", "resource", gr.String(), "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher) {
+		// The watch ended, or fell behind: stale until the next one is in.
+		defer p.data.MarkStale(gr.Resource)
+		p.data.MarkStale(gr.Resource)
+		if err := p.data.Reset(ctx, gr.Resource); err != nil {
+			failed(err)
+			return
+		}
+		initial := w.Initial
+		if initial == 0 {
+			fresh()
+		}
 		for ev := range w.Events() {
 			accessor, err := meta.Accessor(ev.Object)
-			if err != nil {
-				continue
-			}
-			if ev.Type == watch.Deleted {
+			switch {
+			case err != nil:
+			case ev.Type == watch.Deleted:
 				err = p.data.Delete(ctx, gr.Resource, accessor.GetNamespace(), accessor.GetName())
-			} else {
+			default:
 				err = p.data.Put(ctx, gr.Resource, accessor.GetNamespace(), accessor.GetName(), ev.Object)
 			}
-			if err != nil && ctx.Err() == nil {
-				logger.Error("admission policies: replication failed", "resource", gr.String(), "err", err)
+			if err != nil {
+				failed(err)
+				return
 			}
-			if initial--; initial == 0 && !told {
-				synced <- struct{}{}
-				told = true
+			if initial--; initial == 0 {
+				fresh()
 			}
 		}
 	})

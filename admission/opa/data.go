@@ -2,7 +2,10 @@ package opa
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -13,15 +16,47 @@ import (
 // objects, at data.kubernetes.<resource>.<namespace>.<name>, or
 // data.kubernetes.<resource>.<name> for a cluster-scoped kind, as
 // kube-mgmt replicates them. It is safe for concurrent use. It follows
-// the watch caches: a change is in it shortly after the cache has it, and
-// while a resource is replicated afresh (a watch that restarted) it is
-// partly there.
+// the watch caches: a change is in it shortly after the cache has it.
+// While a resource is being replicated afresh, or after a write to it
+// failed, its follower marks it stale, and evaluations refuse.
 type Data struct {
 	store storage.Store
+	// stale counts the resources whose objects may not be those of
+	// their cache (being replicated afresh, or a write that failed):
+	// while it is not zero, evaluations refuse rather than decide by
+	// them.
+	stale atomic.Int32
+
+	mu      sync.Mutex // guards staleBy
+	staleBy map[string]bool
+}
+
+// errStale refuses an evaluation while replicated data is stale.
+var errStale = errors.New("the policies' replicated data is stale")
+
+// MarkStale says the objects of resource may not be those of its cache:
+// evaluations refuse until MarkFresh.
+func (d *Data) MarkStale(resource string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.staleBy[resource] {
+		d.staleBy[resource] = true
+		d.stale.Add(1)
+	}
+}
+
+// MarkFresh says the objects of resource are again those of its cache.
+func (d *Data) MarkFresh(resource string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.staleBy[resource] {
+		delete(d.staleBy, resource)
+		d.stale.Add(-1)
+	}
 }
 
 // NewData returns an empty Data.
-func NewData() *Data { return &Data{store: inmem.New()} }
+func NewData() *Data { return &Data{store: inmem.New(), staleBy: map[string]bool{}} }
 
 // Put stores obj, the object of a replicated resource.
 func (d *Data) Put(ctx context.Context, resource, namespace, name string, obj runtime.Object) error {

@@ -83,3 +83,35 @@ func TestLoadReplication(t *testing.T) {
 		t.Error("an unknown field was accepted")
 	}
 }
+
+// While replicated data is stale, evaluations refuse rather than decide by
+// it; once fresh, they decide again.
+func TestStaleDataRefuses(t *testing.T) {
+	ctx := context.Background()
+	data := NewData()
+	set, err := data.Compile(ctx, map[string][]byte{"allow.rego": []byte("package kubernetes.admission\n\ndeny contains \"never\" if false\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plugin(t, set, DefaultTimeout)
+	validate := func() error {
+		return p.Validate(ctx, secretAttrs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}, admission.Create), nil)
+	}
+	if err := validate(); err != nil {
+		t.Fatalf("fresh: %v", err)
+	}
+	data.MarkStale("namespaces")
+	data.MarkStale("namespaces")
+	data.MarkStale("serviceaccounts")
+	if err := validate(); !apierrors.IsForbidden(err) {
+		t.Fatalf("stale: %v, want a refusal", err)
+	}
+	data.MarkFresh("namespaces")
+	if err := validate(); !apierrors.IsForbidden(err) {
+		t.Fatalf("one resource still stale: %v, want a refusal", err)
+	}
+	data.MarkFresh("serviceaccounts")
+	if err := validate(); err != nil {
+		t.Fatalf("fresh again: %v", err)
+	}
+}

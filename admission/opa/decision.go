@@ -30,6 +30,9 @@ func (e errConflict) Error() string {
 // as an AST value. A policy whose rules are not sets is an error: a caller
 // must then refuse the request.
 func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
+	if s.data.stale.Load() > 0 {
+		return nil, errStale
+	}
 	rs, err := s.query.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return nil, err

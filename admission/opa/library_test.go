@@ -66,7 +66,7 @@ func BenchmarkLibrary(b *testing.B) {
 	samples := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		start := time.Now()
-		if _, err := p.eval(ctx, attrs); err != nil {
+		if _, _, err := p.eval(ctx, set, attrs); err != nil {
 			b.Fatal(err)
 		}
 		samples = append(samples, time.Since(start))

@@ -65,12 +65,13 @@ func (p *Plugin) Swap(set *Set) { p.set.Store(set) }
 
 // Admit applies the patches of the policies that are not dry runs.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	set := p.set.Load()
 	obj := a.GetObject()
-	if obj == nil || !p.set.Load().mutates || tpadmission.IsPolicyConfigMapDeletion(a) {
+	if obj == nil || !set.mutates || tpadmission.IsPolicyConfigMapDeletion(a) {
 		// Nothing to patch: the validating stage judges the object.
 		return nil
 	}
-	decisions, err := p.eval(ctx, a)
+	_, decisions, err := p.eval(ctx, set, a)
 	if err != nil {
 		return err
 	}
@@ -94,11 +95,13 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 // Validate refuses the request if a deny policy denies it, with every
 // message of every such policy.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if tpadmission.IsPolicyConfigMapDeletion(a) {
-		// An administrator removing a policy is not judged by it.
+	set := p.set.Load()
+	if len(set.policies) == 0 || tpadmission.IsPolicyConfigMapDeletion(a) {
+		// Nothing to judge by; an administrator removing a policy is not
+		// judged by it.
 		return nil
 	}
-	input, decisions, err := p.evalInput(ctx, a)
+	input, decisions, err := p.eval(ctx, set, a)
 	if err != nil {
 		return err
 	}
@@ -140,28 +143,26 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	return nil
 }
 
-// eval evaluates the policies for a, within the timeout. Its error refuses
-// the request; the cause is logged without the input or values from it.
-func (p *Plugin) eval(ctx context.Context, a admission.Attributes) ([]Decision, error) {
-	_, decisions, err := p.evalInput(ctx, a)
-	return decisions, err
-}
-
-// evalInput is eval, with the input it evaluated.
-func (p *Plugin) evalInput(ctx context.Context, a admission.Attributes) (ast.Value, []Decision, error) {
+// eval evaluates set's policies for a, within the timeout, and returns the
+// input it evaluated with the decisions. Its error refuses the request;
+// the cause is logged without the input or values from it.
+func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (ast.Value, []Decision, error) {
 	input, err := Input(a)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	decisions, err := p.set.Load().Eval(ctx, input)
+	decisions, err := set.Eval(ctx, input)
 	if err == nil {
 		return input, decisions, nil
 	}
 	var conflict errConflict
 	var te *topdown.Error
 	switch {
+	case errors.Is(err, errStale):
+		p.logger.WarnContext(ctx, "rego admission: the policies' data is being replicated afresh; refusing")
+		return nil, nil, admission.NewForbidden(a, errors.New("the admission policies' data is being refreshed; try again"))
 	case errors.As(err, &conflict):
 		p.logger.ErrorContext(ctx, "rego admission: a policy's rule is not a set", "policy", conflict.policy, "rule", conflict.rule)
 		return nil, nil, admission.NewForbidden(a, fmt.Errorf("admission policy %s is in conflict: its %s is not a set", conflict.policy, conflict.rule))

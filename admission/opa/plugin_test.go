@@ -304,3 +304,27 @@ patch contains {"op": "replace", "path": "/metadata/uid", "value": "forged"} if 
 		t.Errorf("a patch of the uid: %v, uid %q; want a refusal and the uid kept", err, s.UID)
 	}
 }
+
+// With no policies the stage does no work: nothing is evaluated, so even
+// a request that could not be made into an input passes untouched.
+func TestNoPoliciesNoWork(t *testing.T) {
+	p := plugin(t, compile(t, nil), DefaultTimeout)
+	// A channel cannot be converted to an input; were it evaluated, the
+	// request would be refused.
+	bad := admission.NewAttributesRecord(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}, nil, corev1.SchemeGroupVersion.WithKind("Secret"), "team", "s", corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &unconvertible{Ch: make(chan int)}, false, &user.DefaultInfo{Name: "alice"})
+	if err := p.Validate(context.Background(), bad, nil); err != nil {
+		t.Errorf("validate with no policies: %v", err)
+	}
+	p.Swap(compile(t, map[string]string{"allow.rego": "package kubernetes.admission\n\ndeny contains \"never\" if false\n"}))
+	if err := p.Validate(context.Background(), bad, nil); err == nil {
+		t.Error("with a policy, an input that cannot be built was allowed")
+	}
+}
+
+// unconvertible is options the input builder cannot convert.
+type unconvertible struct {
+	metav1.TypeMeta
+	Ch chan int `json:"ch"`
+}
+
+func (u *unconvertible) DeepCopyObject() runtime.Object { return u }

@@ -56,6 +56,9 @@ type Set struct {
 	source [sha256.Size]byte
 	// mutates: some policy has patch rules.
 	mutates bool
+	// data is what the policies read; while any of it is stale, Eval
+	// refuses.
+	data *Data
 }
 
 // Policies are the set's policies, by name.
@@ -181,7 +184,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policies: %w", err)
 	}
-	return &Set{policies: policies, query: query, source: fingerprint(files), mutates: mutates}, nil
+	return &Set{policies: policies, query: query, source: fingerprint(files), mutates: mutates, data: d}, nil
 }
 
 // enforcementOf reads custom.enforcement from the module's package-scope
