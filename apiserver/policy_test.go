@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/e2e/e2etest"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -150,24 +151,6 @@ deny contains "a ConfigMap needs an owner" if {
 	}
 }
 
-// syncLog is a log a test reads while the server writes it.
-type syncLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // Policies read the replicated namespaces as data.kubernetes; a change of
 // the policy directory is in force without a restart, and one that does
 // not load leaves the running set in force.
@@ -191,7 +174,7 @@ deny contains "this namespace takes no ConfigMaps" if {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncLog{}
+	log := &e2etest.Buffer{}
 	ts := startServer(t, func(c *Config) {
 		c.AdmissionPolicies, c.AdmissionData, c.AdmissionPolicyDir = set, data, dir
 		c.AdmissionReplicate = []schema.GroupResource{{Resource: "namespaces"}}

@@ -1,7 +1,6 @@
 package opa
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -13,25 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/trustplane/trustplane/e2e/e2etest"
 )
-
-// lockedBuffer is a log the test reads while Watch writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Watch loads what changed since the running set was compiled, even a
 // change made before it started; a change that does not compile is
@@ -42,7 +25,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &lockedBuffer{}
+	log := &e2etest.Buffer{}
 	p, err := NewPlugin(set, DefaultTimeout, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -162,8 +162,9 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // lines behind "stdout: ".
 func (p *Process) Output() string { return p.out.String() }
 
-// Buffer is a bytes.Buffer safe for the concurrent writes of a child
-// process's output copiers and reads by the test.
+// Buffer is a bytes.Buffer safe for concurrent writes and reads: a child
+// process's output, or a server's log, that the test reads while it is
+// written.
 type Buffer struct {
 	mu  sync.Mutex // guards buf
 	buf bytes.Buffer
