@@ -60,7 +60,6 @@ func (p *policyStage) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, ca
 		}
 	}
 	if p.dir != "" {
-		p.fromConfigMaps = map[string][]byte{}
 		wg.Go(func() { p.followConfigMaps(ctx, caches[configMapsGR]) })
 		wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.read) })
 	}
@@ -84,40 +83,59 @@ func (p *policyStage) read() (map[string][]byte, error) {
 }
 
 // followConfigMaps keeps fromConfigMaps the .rego keys of kube-system's
-// labelled ConfigMaps.
+// labelled ConfigMaps. A watch that starts again gathers its initial
+// events apart and puts them in whole, so that no reload in between sees
+// some of the policies gone.
 func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cacher) {
 	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher) {
-		p.mu.Lock()
-		clear(p.fromConfigMaps)
-		p.mu.Unlock()
+		files, initial := map[string][]byte{}, w.Initial
+		commit := func() {
+			p.mu.Lock()
+			p.fromConfigMaps = files
+			p.mu.Unlock()
+		}
+		if initial == 0 {
+			commit()
+		}
 		for ev := range w.Events() {
 			cm, ok := ev.Object.(*corev1.ConfigMap)
 			if !ok {
 				continue
 			}
-			prefix := "configmap:" + cm.Namespace + "/" + cm.Name + "/"
+			if initial > 0 {
+				policyKeys(files, cm, ev.Type)
+				if initial--; initial == 0 {
+					commit()
+				}
+				continue
+			}
 			p.mu.Lock()
-			for path := range p.fromConfigMaps {
-				if strings.HasPrefix(path, prefix) {
-					delete(p.fromConfigMaps, path)
-				}
-			}
-			if ev.Type != watch.Deleted && cm.Labels[admission.PolicyLabel] == policyLabelRego {
-				for key, src := range cm.Data {
-					if strings.HasSuffix(key, ".rego") {
-						p.fromConfigMaps[prefix+key] = []byte(src)
-					}
-				}
-			}
+			policyKeys(p.fromConfigMaps, cm, ev.Type)
 			p.mu.Unlock()
 		}
 	})
 }
 
-// follow keeps the data's objects of gr those of its cache: a watch from
-// the current state (its initial events), then every change; a watch that
-// ends starts again from a fresh state. synced is told once, when the
-// first initial events are in.
+// policyKeys sets in files the policies of cm after an event of type typ:
+// its .rego keys by "configmap:<namespace>/<name>/<key>", none once it is
+// deleted or unlabelled.
+func policyKeys(files map[string][]byte, cm *corev1.ConfigMap, typ watch.EventType) {
+	prefix := "configmap:" + cm.Namespace + "/" + cm.Name + "/"
+	for path := range files {
+		if strings.HasPrefix(path, prefix) {
+			delete(files, path)
+		}
+	}
+	if typ == watch.Deleted || cm.Labels[admission.PolicyLabel] != policyLabelRego {
+		return
+	}
+	for key, src := range cm.Data {
+		if strings.HasSuffix(key, ".rego") {
+			files[prefix+key] = []byte(src)
+		}
+	}
+}
+
 func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache *storage.Cacher, synced chan<- struct{}, logger *slog.Logger) {
 	told := false
 	// Until a watch's initial events are all in, and after a write that

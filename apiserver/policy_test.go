@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trustplane/trustplane/admission/opa"
@@ -280,5 +281,28 @@ patch contains {"op": "add", "path": "/stringData", "value": {"added": "by-polic
 	}
 	if string(got.Data["added"]) != "by-policy" || len(got.StringData) != 0 {
 		t.Errorf("data %v, stringData %v: want the patch's stringData merged into data", got.Data, got.StringData)
+	}
+}
+
+// A ConfigMap's policies are its .rego keys while it is labelled, and
+// none once it is deleted or unlabelled.
+func TestPolicyKeys(t *testing.T) {
+	cm := func(labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "kube-system", Labels: labels}, Data: map[string]string{"a.rego": "A", "notes.txt": "N"}}
+	}
+	labelled := map[string]string{"trustplane.io/policy": "rego"}
+	files := map[string][]byte{"configmap:kube-system/other/b.rego": []byte("B")}
+	policyKeys(files, cm(labelled), watch.Added)
+	if string(files["configmap:kube-system/p/a.rego"]) != "A" || len(files) != 2 {
+		t.Errorf("labelled: %v", files)
+	}
+	policyKeys(files, cm(nil), watch.Modified)
+	if _, ok := files["configmap:kube-system/p/a.rego"]; ok || len(files) != 1 {
+		t.Errorf("unlabelled: %v", files)
+	}
+	policyKeys(files, cm(labelled), watch.Modified)
+	policyKeys(files, cm(labelled), watch.Deleted)
+	if len(files) != 1 || files["configmap:kube-system/other/b.rego"] == nil {
+		t.Errorf("deleted: %v", files)
 	}
 }
