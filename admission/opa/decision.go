@@ -19,13 +19,6 @@ type Decision struct {
 	Patch []any
 }
 
-// errConflict is a policy whose deny, warn or patch is not a set.
-type errConflict struct{ policy, rule string }
-
-func (e errConflict) Error() string {
-	return fmt.Sprintf("policy %s: %s is not a set", e.policy, e.rule)
-}
-
 // Eval evaluates every policy of the set against input, an AdmissionReview
 // as an AST value. A policy whose rules are not sets is an error: a caller
 // must then refuse the request.
@@ -58,7 +51,7 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 		if v, ok := rules["patch"]; ok {
 			ops, isSet := v.([]any)
 			if !isSet {
-				return nil, errConflict{p.Name, "patch"}
+				return nil, notASet(p.Name, "patch")
 			}
 			d.Patch = ops
 		}
@@ -75,7 +68,7 @@ func messages(policy, rule string, v any) ([]string, error) {
 	}
 	set, ok := v.([]any)
 	if !ok {
-		return nil, errConflict{policy, rule}
+		return nil, notASet(policy, rule)
 	}
 	out := make([]string, 0, len(set))
 	for _, m := range set {
@@ -87,4 +80,10 @@ func messages(policy, rule string, v any) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// notASet is the error of a decision rule that is not a set, which Compile
+// refuses: were one to come through, the request is refused.
+func notASet(policy, rule string) error {
+	return fmt.Errorf("policy %s: %s is not a set", policy, rule)
 }

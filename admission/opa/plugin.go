@@ -157,15 +157,11 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	if err == nil {
 		return input, decisions, nil
 	}
-	var conflict errConflict
 	var te *topdown.Error
 	switch {
 	case errors.Is(err, errStale):
 		p.logger.WarnContext(ctx, "rego admission: the policies' data is being replicated afresh; refusing")
 		return nil, nil, admission.NewForbidden(a, errors.New("the admission policies' data is being refreshed; try again"))
-	case errors.As(err, &conflict):
-		p.logger.ErrorContext(ctx, "rego admission: a policy's rule is not a set", "policy", conflict.policy, "rule", conflict.rule)
-		return nil, nil, admission.NewForbidden(a, fmt.Errorf("admission policy %s is in conflict: its %s is not a set", conflict.policy, conflict.rule))
 	case ctx.Err() != nil:
 		p.logger.ErrorContext(ctx, "rego admission: evaluation timed out", "timeout", p.timeout.String())
 		return nil, nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
@@ -174,7 +170,8 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 		// do not.
 		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "code", te.Code, "location", te.Location.String())
 	default:
-		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "err_type", fmt.Sprintf("%T", err))
+		// Not an evaluation of the input: its text quotes none of it.
+		p.logger.ErrorContext(ctx, "rego admission: evaluation failed", "err", err)
 	}
 	return nil, nil, admission.NewForbidden(a, errors.New("the admission policies could not be evaluated"))
 }
