@@ -593,7 +593,7 @@ deny contains "never" if x == 3
 		{name: "YAML that does not parse", args: []string{"--object", obj("badyaml.yaml")}, wantCode: 2, wantErr: "badyaml.yaml: yaml: line 4"},
 		{name: "a kind that is not served", args: []string{"--object", obj("widget.yaml")}, wantCode: 2, wantErr: "widget.yaml"},
 		{name: "an object without a name", args: []string{"--object", obj("noname.yaml")}, wantCode: 2, wantErr: "has no name"},
-		{name: "a namespace that disagrees", args: []string{"--object", obj("prod.yaml"), "-n", "dev"}, wantCode: 2, wantErr: `--namespace "dev": the object is in namespace "prod"`},
+		{name: "a namespace that disagrees", args: []string{"--object", obj("prod.yaml"), "-n", "dev"}, wantCode: 2, wantErr: `namespace "dev": the object is in namespace "prod"`},
 		{name: "a namespace for a cluster-scoped kind", args: []string{"--object", obj("namespace.yaml"), "-n", "dev"}, wantCode: 2, wantErr: "is cluster-scoped"},
 		{name: "policies whose tests fail", args: []string{"--object", obj("prod.yaml"), failing}, wantCode: 2, wantErr: "test_wrong failed"},
 		{name: "policies that do not exist", args: []string{"--object", obj("prod.yaml"), filepath.Join(dir, "missing")}, wantCode: 2, wantErr: "missing"},

@@ -1,30 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/admission/opa/policytest"
-	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/datadir"
 )
 
@@ -143,110 +133,29 @@ Exit status: 0 allowed, 1 denied, 2 bad input.`,
 }
 
 // attributes are the admission attributes of the request, built as the
-// server's write path builds them: the object decoded with the server's
-// scheme, in the namespace of the request, with its kind's defaults and
-// what the server resets on create or keeps on update.
+// server's write path builds them (policytest.Kinds.Attributes).
 func (f *policyEvalFlags) attributes() (admission.Attributes, error) {
-	scheme, err := registry.NewScheme()
+	kinds, err := policytest.NewKinds()
 	if err != nil {
 		return nil, err
 	}
-	reg, err := registry.New(scheme)
+	obj, err := readObject(kinds, f.object)
 	if err != nil {
 		return nil, err
-	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-	obj, gvk, err := readObject(decoder, f.object)
-	if err != nil {
-		return nil, err
-	}
-	res, ok := reg.ForKind(gvk)
-	if !ok {
-		return nil, fmt.Errorf("%s: kind %s is not served by trustplane", f.object, gvk)
 	}
 	var old runtime.Object
 	if f.old != "" {
-		var oldKind schema.GroupVersionKind
-		if old, oldKind, err = readObject(decoder, f.old); err != nil {
+		if old, err = readObject(kinds, f.old); err != nil {
 			return nil, err
 		}
-		if oldKind != gvk {
-			return nil, fmt.Errorf("--old %s is a %s, --object %s a %s", f.old, oldKind, f.object, gvk)
-		}
 	}
-	op := admission.Operation(f.operation)
-	if op == admission.Delete {
-		// What a delete admits is the stored object.
-		obj, old = nil, obj
-	}
-	var namespace, name string
-	for _, o := range []runtime.Object{obj, old} {
-		if o == nil {
-			continue
-		}
-		accessor, err := meta.Accessor(o)
-		if err != nil {
-			return nil, err
-		}
-		ns, err := f.namespaceOf(res, accessor)
-		if err != nil {
-			return nil, err
-		}
-		if name != "" && ns != namespace {
-			return nil, fmt.Errorf("--object is in namespace %q, --old in %q: an update keeps the namespace", namespace, ns)
-		}
-		namespace = ns
-		accessor.SetNamespace(namespace)
-		if accessor.GetName() == "" && op == admission.Create && accessor.GetGenerateName() != "" {
-			accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
-		}
-		if name != "" && accessor.GetName() != name {
-			return nil, fmt.Errorf("--object is named %q, --old %q: an update keeps the name", name, accessor.GetName())
-		}
-		if name = accessor.GetName(); name == "" {
-			return nil, fmt.Errorf("%s: the object has no name (metadata.name or, to create, metadata.generateName)", f.object)
-		}
-		if res.Defaults != nil {
-			res.Defaults(o)
-		}
-	}
-	var options runtime.Object
-	switch op {
-	case admission.Create:
-		if res.PrepareCreate != nil {
-			res.PrepareCreate(obj)
-		}
-		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}}
-	case admission.Update:
-		if res.PrepareUpdate != nil {
-			res.PrepareUpdate(obj, old)
-		}
-		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}}
-	case admission.Delete:
-		options = &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}}
-	}
-	return admission.NewAttributesRecord(obj, old, gvk, namespace, name, res.GVR, "", op, options, false, f.user()), nil
-}
-
-// namespaceOf is the namespace of the request for an object: --namespace,
-// which the object's own must agree with, else the object's, else
-// default, as kubectl sends it; none for a cluster-scoped kind.
-func (f *policyEvalFlags) namespaceOf(res *registry.Resource, o metav1.Object) (string, error) {
-	own := o.GetNamespace()
-	switch {
-	case !res.Namespaced && f.namespace != "":
-		return "", fmt.Errorf("--namespace %q: %s is cluster-scoped", f.namespace, res.GVR.GroupResource())
-	case !res.Namespaced:
-		return "", nil
-	case f.namespace == "" && own == "":
-		return metav1.NamespaceDefault, nil
-	case f.namespace == "":
-		return own, nil
-	case own != "" && own != f.namespace:
-		return "", fmt.Errorf("--namespace %q: the object is in namespace %q", f.namespace, own)
-	default:
-		return f.namespace, nil
-	}
+	return kinds.Attributes(policytest.Request{
+		Operation: admission.Operation(f.operation),
+		Object:    obj,
+		Old:       old,
+		Namespace: f.namespace,
+		User:      f.user(),
+	})
 }
 
 // user is who makes the request: --as in the groups --as-group, and
@@ -267,38 +176,15 @@ func (f *policyEvalFlags) user() user.Info {
 	return &user.DefaultInfo{Name: f.as, Groups: groups}
 }
 
-// readObject decodes the one Kubernetes object of the file at path,
-// strictly: an unknown or duplicate field is an error, as kubectl's
-// default field validation makes it on the server.
-func readObject(decoder runtime.Decoder, path string) (runtime.Object, schema.GroupVersionKind, error) {
+// readObject decodes the one Kubernetes object of the file at path.
+func readObject(kinds *policytest.Kinds, path string) (runtime.Object, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, schema.GroupVersionKind{}, err
+		return nil, err
 	}
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var doc []byte
-	for {
-		next, err := docs.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(next)) == 0 {
-			continue
-		}
-		if doc != nil {
-			return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: more than one object; give one", path)
-		}
-		doc = next
-	}
-	if doc == nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: no object", path)
-	}
-	obj, gvk, err := decoder.Decode(doc, nil, nil)
+	obj, err := kinds.DecodeOne(data)
 	if err != nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return obj, *gvk, nil
+	return obj, nil
 }

@@ -1,0 +1,247 @@
+package policytest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/storage/names"
+
+	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/apiserver/registry"
+)
+
+// Operations are the admission operations a request may have.
+var Operations = []admission.Operation{admission.Create, admission.Update, admission.Delete, admission.Connect}
+
+// Request is one admission request as an author describes it: an object
+// (with UPDATE, the object as stored too), what is done with it, by whom.
+type Request struct {
+	Operation admission.Operation
+	// Object is the request's object; with DELETE, the object deleted.
+	Object runtime.Object
+	// Old is the object as stored, with UPDATE only.
+	Old runtime.Object
+	// Namespace is the request's: the object's own must agree with it.
+	// Empty: the object's, else default, as kubectl sends it.
+	Namespace string
+	User      user.Info
+	DryRun    bool
+}
+
+// Kinds are the kinds the API server serves, and how it decodes and
+// defaults them: what makes an author's object the object the server's
+// admission stages would see.
+type Kinds struct {
+	registry *registry.Registry
+	decoder  runtime.Decoder
+}
+
+// NewKinds returns the server's kinds.
+func NewKinds() (*Kinds, error) {
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.New(scheme)
+	if err != nil {
+		return nil, err
+	}
+	return &Kinds{registry: reg, decoder: serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()}, nil
+}
+
+// Decode decodes one object, YAML or JSON, strictly: an unknown or
+// duplicate field is an error, as kubectl's default field validation
+// makes it on the server.
+func (k *Kinds) Decode(doc []byte) (runtime.Object, error) {
+	obj, gvk, err := k.decoder.Decode(doc, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := k.registry.ForKind(*gvk); !ok {
+		return nil, fmt.Errorf("kind %s is not served by trustplane", gvk)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	return obj, nil
+}
+
+// DecodeOne decodes the one object of data, a YAML stream or JSON.
+func (k *Kinds) DecodeOne(data []byte) (runtime.Object, error) {
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var doc []byte
+	for {
+		next, err := docs.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(next)) == 0 {
+			continue
+		}
+		if doc != nil {
+			return nil, errors.New("more than one object; give one")
+		}
+		doc = next
+	}
+	if doc == nil {
+		return nil, errors.New("no object")
+	}
+	return k.Decode(doc)
+}
+
+// resource is the served resource of obj's kind.
+func (k *Kinds) resource(obj runtime.Object) (*registry.Resource, schema.GroupVersionKind, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	res, ok := k.registry.ForKind(gvk)
+	if !ok {
+		return nil, gvk, fmt.Errorf("kind %s is not served by trustplane", gvk)
+	}
+	return res, gvk, nil
+}
+
+// Attributes are the admission attributes of r, built as the server's
+// write path builds them: in the namespace of the request, with the
+// kind's defaults and what the server resets on create or keeps on
+// update. It changes r's objects.
+func (k *Kinds) Attributes(r Request) (admission.Attributes, error) {
+	if r.Object == nil {
+		return nil, errors.New("no object")
+	}
+	res, gvk, err := k.resource(r.Object)
+	if err != nil {
+		return nil, err
+	}
+	obj, old := r.Object, r.Old
+	switch {
+	case r.Operation == admission.Update && old == nil:
+		return nil, errors.New("an UPDATE needs the object as stored")
+	case r.Operation != admission.Update && old != nil:
+		return nil, fmt.Errorf("only an UPDATE has an object as stored, not a %s", r.Operation)
+	case old != nil && old.GetObjectKind().GroupVersionKind() != gvk:
+		return nil, fmt.Errorf("the object as stored is a %s, the object a %s", old.GetObjectKind().GroupVersionKind(), gvk)
+	}
+	if r.Operation == admission.Delete {
+		// What a delete admits is the stored object.
+		obj, old = nil, obj
+	}
+	var namespace, name string
+	first := true
+	for _, o := range []runtime.Object{obj, old} {
+		if o == nil {
+			continue
+		}
+		accessor, err := meta.Accessor(o)
+		if err != nil {
+			return nil, err
+		}
+		ns, err := namespaceOf(res, r.Namespace, accessor)
+		if err != nil {
+			return nil, err
+		}
+		if !first && ns != namespace {
+			return nil, fmt.Errorf("the object is in namespace %q, as stored in %q: an update keeps the namespace", namespace, ns)
+		}
+		namespace = ns
+		accessor.SetNamespace(namespace)
+		if accessor.GetName() == "" && r.Operation == admission.Create && accessor.GetGenerateName() != "" {
+			accessor.SetName(names.SimpleNameGenerator.GenerateName(accessor.GetGenerateName()))
+		}
+		if !first && accessor.GetName() != name {
+			return nil, fmt.Errorf("the object is named %q, as stored %q: an update keeps the name", name, accessor.GetName())
+		}
+		if name = accessor.GetName(); name == "" {
+			return nil, errors.New("the object has no name (metadata.name or, to create, metadata.generateName)")
+		}
+		if res.Defaults != nil {
+			res.Defaults(o)
+		}
+		first = false
+	}
+	var options runtime.Object
+	switch r.Operation {
+	case admission.Create:
+		if res.PrepareCreate != nil {
+			res.PrepareCreate(obj)
+		}
+		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}}
+	case admission.Update:
+		if res.PrepareUpdate != nil {
+			res.PrepareUpdate(obj, old)
+		}
+		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}}
+	case admission.Delete:
+		options = &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}}
+	case admission.Connect:
+	default:
+		return nil, fmt.Errorf("operation %q: want CREATE, UPDATE, DELETE or CONNECT", r.Operation)
+	}
+	u := r.User
+	if u == nil {
+		u = &user.DefaultInfo{}
+	}
+	return admission.NewAttributesRecord(obj, old, gvk, namespace, name, res.GVR, "", r.Operation, options, r.DryRun, u), nil
+}
+
+// namespaceOf is the namespace of the request for an object: want, which
+// the object's own must agree with, else the object's, else default, as
+// kubectl sends it; none for a cluster-scoped kind.
+func namespaceOf(res *registry.Resource, want string, o metav1.Object) (string, error) {
+	own := o.GetNamespace()
+	switch {
+	case !res.Namespaced && want != "":
+		return "", fmt.Errorf("namespace %q: %s is cluster-scoped", want, res.GVR.GroupResource())
+	case !res.Namespaced:
+		return "", nil
+	case want == "" && own == "":
+		return metav1.NamespaceDefault, nil
+	case want == "":
+		return own, nil
+	case own != "" && own != want:
+		return "", fmt.Errorf("namespace %q: the object is in namespace %q", want, own)
+	default:
+		return want, nil
+	}
+}
+
+// Replicate puts obj into data where the server's replication would put
+// it, data.kubernetes.<resource>[.<namespace>].<name>, as an object that
+// exists in the cluster. Secrets are refused, as the server refuses to
+// replicate them.
+func (k *Kinds) Replicate(ctx context.Context, data *opa.Data, obj runtime.Object) error {
+	res, _, err := k.resource(obj)
+	if err != nil {
+		return err
+	}
+	if res.GVR.Group == "" && res.GVR.Resource == "secrets" {
+		return errors.New("secrets are never replicated to the policies' data")
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceOf(res, "", accessor)
+	if err != nil {
+		return err
+	}
+	if accessor.GetName() == "" {
+		return errors.New("an existing object needs metadata.name")
+	}
+	accessor.SetNamespace(ns)
+	if res.Defaults != nil {
+		res.Defaults(obj)
+	}
+	return data.Put(ctx, res.GVR.Resource, ns, accessor.GetName(), obj)
+}
