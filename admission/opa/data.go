@@ -102,3 +102,14 @@ func objectPath(resource, namespace, name string) storage.Path {
 	}
 	return storage.Path{"kubernetes", resource, namespace, name}
 }
+
+// Clear removes every replicated object.
+func (d *Data) Clear(ctx context.Context) error {
+	err := storage.Txn(ctx, d.store, storage.WriteParams, func(txn storage.Transaction) error {
+		return d.store.Write(ctx, txn, storage.RemoveOp, storage.Path{"kubernetes"}, nil)
+	})
+	if storage.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

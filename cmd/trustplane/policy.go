@@ -40,7 +40,7 @@ denied, 2 when the input is bad (a file that does not parse, with its
 file:line; a path that does not exist; a bad flag).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	cmd.AddCommand(newPolicyTestCommand(), newPolicyEvalCommand())
+	cmd.AddCommand(newPolicyTestCommand(), newPolicyVerifyCommand(), newPolicyEvalCommand())
 	return cmd
 }
 
@@ -51,6 +51,18 @@ func policyPaths(args []string, dir string) []string {
 		return args
 	}
 	return []string{datadir.Layout{Dir: dir}.Policies()}
+}
+
+// writeReport writes the report of a run that ended with err: bad input
+// exits 2.
+func writeReport(cmd *cobra.Command, report *policytest.Report, err error, format string, verbose bool) error {
+	if inputErr := (*policytest.InputError)(nil); errors.As(err, &inputErr) {
+		return badInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	return report.Write(cmd.OutOrStdout(), format, verbose)
 }
 
 // policyTestFlags are the flags of `trustplane policy test`.
@@ -103,13 +115,7 @@ bad flag).`,
 				Verbose:   f.verbose,
 				Timeout:   f.timeout,
 			})
-			if inputErr := (*policytest.InputError)(nil); errors.As(err, &inputErr) {
-				return badInput(err)
-			}
-			if err != nil {
-				return err
-			}
-			if err := report.Write(cmd.OutOrStdout(), f.output, f.verbose); err != nil {
+			if err := writeReport(cmd, report, err, f.output, f.verbose); err != nil {
 				return err
 			}
 			var failures []error

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/admission/opa/policytest"
@@ -154,26 +153,8 @@ func (f *policyEvalFlags) attributes() (admission.Attributes, error) {
 		Object:    obj,
 		Old:       old,
 		Namespace: f.namespace,
-		User:      f.user(),
+		User:      policytest.User(f.as, f.asGroups),
 	})
-}
-
-// user is who makes the request: --as in the groups --as-group, and
-// system:authenticated as impersonation adds it; else the admin that
-// trustplane init writes a kubeconfig for.
-func (f *policyEvalFlags) user() user.Info {
-	if f.as == "" {
-		for _, id := range datadir.Identities() {
-			if id.File == "admin" {
-				return &user.DefaultInfo{Name: id.User, Groups: append(id.Groups, user.AllAuthenticated)}
-			}
-		}
-	}
-	groups := slices.Clone(f.asGroups)
-	if f.as != user.Anonymous && !slices.Contains(groups, user.AllAuthenticated) {
-		groups = append(groups, user.AllAuthenticated)
-	}
-	return &user.DefaultInfo{Name: f.as, Groups: groups}
 }
 
 // readObject decodes the one Kubernetes object of the file at path.

@@ -78,28 +78,36 @@ func (k *Kinds) Decode(doc []byte) (runtime.Object, error) {
 
 // DecodeOne decodes the one object of data, a YAML stream or JSON.
 func (k *Kinds) DecodeOne(data []byte) (runtime.Object, error) {
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var doc []byte
+	docs, err := documents(data)
+	if err != nil {
+		return nil, err
+	}
+	switch len(docs) {
+	case 0:
+		return nil, errors.New("no object")
+	case 1:
+		return k.Decode(docs[0])
+	default:
+		return nil, errors.New("more than one object; give one")
+	}
+}
+
+// documents are the non-empty documents of a YAML stream (or of JSON).
+func documents(data []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out [][]byte
 	for {
-		next, err := docs.Read()
+		doc, err := r.Read()
 		if err == io.EOF {
-			break
+			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		if len(bytes.TrimSpace(next)) == 0 {
-			continue
+		if len(bytes.TrimSpace(doc)) > 0 {
+			out = append(out, doc)
 		}
-		if doc != nil {
-			return nil, errors.New("more than one object; give one")
-		}
-		doc = next
 	}
-	if doc == nil {
-		return nil, errors.New("no object")
-	}
-	return k.Decode(doc)
 }
 
 // resource is the served resource of obj's kind.
@@ -170,29 +178,37 @@ func (k *Kinds) Attributes(r Request) (admission.Attributes, error) {
 		}
 		first = false
 	}
-	var options runtime.Object
-	switch r.Operation {
-	case admission.Create:
-		if res.PrepareCreate != nil {
-			res.PrepareCreate(obj)
-		}
-		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}}
-	case admission.Update:
-		if res.PrepareUpdate != nil {
-			res.PrepareUpdate(obj, old)
-		}
-		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}}
-	case admission.Delete:
-		options = &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}}
-	case admission.Connect:
-	default:
-		return nil, fmt.Errorf("operation %q: want CREATE, UPDATE, DELETE or CONNECT", r.Operation)
+	options, err := optionsOf(r.Operation)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.Operation == admission.Create && res.PrepareCreate != nil:
+		res.PrepareCreate(obj)
+	case r.Operation == admission.Update && res.PrepareUpdate != nil:
+		res.PrepareUpdate(obj, old)
 	}
 	u := r.User
 	if u == nil {
 		u = &user.DefaultInfo{}
 	}
 	return admission.NewAttributesRecord(obj, old, gvk, namespace, name, res.GVR, "", r.Operation, options, r.DryRun, u), nil
+}
+
+// optionsOf are the options the server admits a request of op with.
+func optionsOf(op admission.Operation) (runtime.Object, error) {
+	switch op {
+	case admission.Create:
+		return &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}}, nil
+	case admission.Update:
+		return &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}}, nil
+	case admission.Delete:
+		return &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}}, nil
+	case admission.Connect:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("operation %q: want CREATE, UPDATE, DELETE or CONNECT", op)
+	}
 }
 
 // namespaceOf is the namespace of the request for an object: want, which
