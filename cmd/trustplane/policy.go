@@ -40,7 +40,7 @@ denied, 2 when the input is bad (a file that does not parse, with its
 file:line; a path that does not exist; a bad flag).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	cmd.AddCommand(newPolicyTestCommand(), newPolicyVerifyCommand(), newPolicyEvalCommand())
+	cmd.AddCommand(newPolicyTestCommand(), newPolicyVerifyCommand(), newPolicyEvalCommand(), newPolicyRecordCommand())
 	return cmd
 }
 

@@ -44,6 +44,7 @@ type Request struct {
 // defaults them: what makes an author's object the object the server's
 // admission stages would see.
 type Kinds struct {
+	scheme   *runtime.Scheme
 	registry *registry.Registry
 	decoder  runtime.Decoder
 }
@@ -58,7 +59,7 @@ func NewKinds() (*Kinds, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kinds{registry: reg, decoder: serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()}, nil
+	return &Kinds{scheme: scheme, registry: reg, decoder: serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()}, nil
 }
 
 // Decode decodes one object, YAML or JSON, strictly: an unknown or

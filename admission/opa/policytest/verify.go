@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -275,13 +276,18 @@ func (k *Kinds) ReviewAttributes(r *admissionv1.AdmissionRequest) (admission.Att
 	case op == admission.Delete && old == nil:
 		return nil, errors.New("a DELETE request needs request.oldObject, the object deleted")
 	}
-	u := &user.DefaultInfo{Name: r.UserInfo.Username, UID: r.UserInfo.UID, Groups: r.UserInfo.Groups}
-	if len(r.UserInfo.Extra) > 0 {
-		u.Extra = map[string][]string{}
-		for key, v := range r.UserInfo.Extra {
-			u.Extra[key] = v
+	dryRun := r.DryRun != nil && *r.DryRun
+	return admission.NewAttributesRecord(obj, old, gvk, r.Namespace, r.Name, gvr, r.SubResource, op, options, dryRun, userOf(r.UserInfo)), nil
+}
+
+// userOf is the user an AdmissionReview or an audit event names.
+func userOf(u authenticationv1.UserInfo) user.Info {
+	info := &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}
+	if len(u.Extra) > 0 {
+		info.Extra = map[string][]string{}
+		for k, v := range u.Extra {
+			info.Extra[k] = v
 		}
 	}
-	dryRun := r.DryRun != nil && *r.DryRun
-	return admission.NewAttributesRecord(obj, old, gvk, r.Namespace, r.Name, gvr, r.SubResource, op, options, dryRun, u), nil
+	return info
 }
