@@ -165,15 +165,21 @@ func (f *policyEvalFlags) user() user.Info {
 	if f.as == "" {
 		for _, id := range datadir.Identities() {
 			if id.File == "admin" {
-				return &user.DefaultInfo{Name: id.User, Groups: append(id.Groups, user.AllAuthenticated)}
+				return requester(id.User, id.Groups)
 			}
 		}
 	}
-	groups := slices.Clone(f.asGroups)
-	if f.as != user.Anonymous && !slices.Contains(groups, user.AllAuthenticated) {
+	return requester(f.as, f.asGroups)
+}
+
+// requester is the user name in groups, and in system:authenticated as
+// impersonation adds it (but to system:anonymous).
+func requester(name string, groups []string) user.Info {
+	groups = slices.Clone(groups)
+	if name != user.Anonymous && !slices.Contains(groups, user.AllAuthenticated) {
 		groups = append(groups, user.AllAuthenticated)
 	}
-	return &user.DefaultInfo{Name: f.as, Groups: groups}
+	return &user.DefaultInfo{Name: name, Groups: groups}
 }
 
 // readObject decodes the one Kubernetes object of the file at path.
