@@ -109,6 +109,12 @@ func TestPolicyAudit(t *testing.T) {
 		if got := findings(stdout); !slices.Equal(got, want) || code != 1 {
 			t.Errorf("exit %d, findings %q; want exit 1, findings %q\nstdout:\n%s\nstderr:\n%s", code, got, want, stdout, stderr)
 		}
+		// Read one object at a time, the namespaces of the data too, it
+		// finds the same.
+		paged, stderr, code := audited(t, secret, "--dir", c.Dir, "--kinds", "secrets,namespaces", "--chunk-size", "1")
+		if paged != stdout || code != 1 {
+			t.Errorf("--chunk-size 1: exit %d, stdout\n%s\nwant exit 1 and\n%s\nstderr:\n%s", code, paged, stdout, stderr)
+		}
 		if !strings.Contains(stdout, `secrets default/db: secrets_namespace [warn]: Secret "db" may not be created in namespace "default"`) {
 			t.Errorf("stdout lacks the message of the finding of default/db:\n%s", stdout)
 		}

@@ -36,6 +36,7 @@ type policyAuditFlags struct {
 	asGroups   []string
 	output     string
 	timeout    time.Duration
+	chunkSize  int64
 }
 
 func (f *policyAuditFlags) validate() error {
@@ -61,6 +62,9 @@ func (f *policyAuditFlags) validate() error {
 	if f.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s must be positive", f.timeout))
 	}
+	if f.chunkSize <= 0 {
+		errs = append(errs, fmt.Errorf("--chunk-size %d must be positive", f.chunkSize))
+	}
 	return errors.Join(errs...)
 }
 
@@ -85,7 +89,7 @@ func (f *policyAuditFlags) user() user.Info {
 }
 
 func newPolicyAuditCommand() *cobra.Command {
-	f := policyAuditFlags{dir: datadir.DefaultDir, output: "text", timeout: opa.DefaultTimeout}
+	f := policyAuditFlags{dir: datadir.DefaultDir, output: "text", timeout: opa.DefaultTimeout, chunkSize: policytest.DefaultPageSize}
 	cmd := &cobra.Command{
 		Use:   "audit [--kubeconfig FILE] [--kinds R,...] [--policy NAME]... [PATH...]",
 		Short: "List the live objects of a cluster that the policies would deny",
@@ -113,7 +117,8 @@ someone outside the groups they let through.
 Every served resource that stores objects is read (--kinds narrows it:
 secrets,configmaps,apps/deployments), a page at a time, as the identity of
 the kubeconfig: --kubeconfig, else $KUBECONFIG, else the data directory's
-admin.conf. A resource it may not list is skipped, with the reason. The
+admin.conf; --chunk-size objects at a time. A resource it may not list is
+skipped, with the reason. The
 resources of replicate.yaml are not: without them the policies would
 judge wrongly, so the audit fails.
 
@@ -161,6 +166,7 @@ whose objects cannot be read.`,
 				Policies:  f.policies,
 				User:      f.user(),
 				Timeout:   f.timeout,
+				PageSize:  f.chunkSize,
 			})
 			if err != nil {
 				return badInput(err)
@@ -187,6 +193,7 @@ whose objects cannot be read.`,
 	flags.StringArrayVar(&f.asGroups, "as-group", nil, "a group of the --as user; repeat for more")
 	flags.StringVarP(&f.output, "output", "o", f.output, "output format: text or json")
 	flags.DurationVar(&f.timeout, "timeout", f.timeout, "time limit of each evaluation, as the server's --admission-policy-timeout")
+	flags.Int64Var(&f.chunkSize, "chunk-size", f.chunkSize, "objects asked for in each list request, as kubectl's --chunk-size")
 	return cmd
 }
 

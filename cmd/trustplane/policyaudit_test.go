@@ -45,6 +45,7 @@ func TestPolicyAuditBadInput(t *testing.T) {
 		{"bad output", []string{"-o", "yaml", pass}, []string{`-o "yaml": want text or json`}},
 		{"zero timeout", []string{"--timeout", "0s", pass}, []string{"--timeout 0s must be positive"}},
 		{"group without user", []string{"--as-group", "dev", pass}, []string{"--as-group requires --as"}},
+		{"zero chunk size", []string{"--chunk-size", "0", pass}, []string{"--chunk-size 0 must be positive"}},
 		{"empty kind", []string{"--kinds", "secrets,", pass}, []string{"an empty resource"}},
 		{"every problem at once", []string{"-o", "yaml", "--as-group", "dev", pass}, []string{`-o "yaml"`, "--as-group requires --as"}},
 		{"unknown flag", []string{"--nope", pass}, []string{"unknown flag: --nope"}},

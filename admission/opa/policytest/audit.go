@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,9 +24,10 @@ import (
 	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
-// auditPageSize is how many objects one list request of an audit asks
-// for: a large cluster is read in pages, not in one response.
-const auditPageSize = 500
+// DefaultPageSize is how many objects one list request of an audit asks
+// for, as kubectl's --chunk-size: a large cluster is read in pages, not
+// in one response.
+const DefaultPageSize = 500
 
 // AuditOptions say what to audit, with which policies, as whom.
 type AuditOptions struct {
@@ -48,6 +50,9 @@ type AuditOptions struct {
 	User user.Info
 	// Timeout bounds each evaluation; 0 is opa.DefaultTimeout.
 	Timeout time.Duration
+	// PageSize is how many objects each list request asks for; 0 is
+	// DefaultPageSize.
+	PageSize int64
 }
 
 // AuditReport is what an audit found: every object of the audited
@@ -158,7 +163,7 @@ func Audit(ctx context.Context, client dynamic.Interface, o AuditOptions) (*Audi
 	}
 
 	for _, res := range replicated {
-		err := kinds.list(ctx, client, res, func(obj runtime.Object) error {
+		err := kinds.list(ctx, client, res, o.PageSize, func(obj runtime.Object) error {
 			return kinds.Replicate(ctx, data, obj)
 		})
 		if err != nil {
@@ -168,7 +173,7 @@ func Audit(ctx context.Context, client dynamic.Interface, o AuditOptions) (*Audi
 
 	enforced := set.Enforced(opa.Deny)
 	for _, res := range audited {
-		err := kinds.list(ctx, client, res, func(obj runtime.Object) error {
+		err := kinds.list(ctx, client, res, o.PageSize, func(obj runtime.Object) error {
 			return report.judge(ctx, kinds, enforced, res, obj, enforcement, o)
 		})
 		switch {
@@ -237,10 +242,10 @@ func (f Finding) object() string {
 	return f.Resource + " " + f.Namespace + "/" + f.Name
 }
 
-// list calls each with every object of res, in every namespace, read a
-// page at a time and decoded as the server decodes its kind.
-func (k *Kinds) list(ctx context.Context, client dynamic.Interface, res *registry.Resource, each func(runtime.Object) error) error {
-	opts := metav1.ListOptions{Limit: auditPageSize}
+// list calls each with every object of res, in every namespace, read
+// pageSize at a time and decoded as the server decodes its kind.
+func (k *Kinds) list(ctx context.Context, client dynamic.Interface, res *registry.Resource, pageSize int64, each func(runtime.Object) error) error {
+	opts := metav1.ListOptions{Limit: cmp.Or(pageSize, DefaultPageSize)}
 	for {
 		page, err := client.Resource(res.GVR).List(ctx, opts)
 		if err != nil {
