@@ -109,6 +109,12 @@ func TestPolicyAudit(t *testing.T) {
 		if got := findings(stdout); !slices.Equal(got, want) || code != 1 {
 			t.Errorf("exit %d, findings %q; want exit 1, findings %q\nstdout:\n%s\nstderr:\n%s", code, got, want, stdout, stderr)
 		}
+		// Every kind, each decoded strictly from what the server lists:
+		// nothing else of a fresh cluster is denied.
+		all, stderr, code := audited(t, secret, "--dir", c.Dir)
+		if got := findings(all); !slices.Equal(got, want) || code != 1 || strings.Contains(all, "not decided") {
+			t.Errorf("every kind: exit %d, findings %q; want exit 1, findings %q\nstdout:\n%s\nstderr:\n%s", code, got, want, all, stderr)
+		}
 		// Read one object at a time, the namespaces of the data too, it
 		// finds the same.
 		paged, stderr, code := audited(t, secret, "--dir", c.Dir, "--kinds", "secrets,namespaces", "--chunk-size", "1")

@@ -114,13 +114,14 @@ that judge the requester (which groups may write Secrets in kube-system,
 say) judge that user, and so show every object they would hold against
 someone outside the groups they let through.
 
-Every served resource that stores objects is read (--kinds narrows it:
-secrets,configmaps,apps/deployments), a page at a time, as the identity of
-the kubeconfig: --kubeconfig, else $KUBECONFIG, else the data directory's
-admin.conf; --chunk-size objects at a time. A resource it may not list is
-skipped, with the reason. The
-resources of replicate.yaml are not: without them the policies would
-judge wrongly, so the audit fails.
+Every served resource is read but the reviews, which are computed, never
+stored (--kinds narrows it: secrets,configmaps,apps/deployments); an Event
+is judged both as events and as events.events.k8s.io, since a policy may
+be written against either. The objects are read --chunk-size at a time, as
+the identity of the kubeconfig: --kubeconfig, else $KUBECONFIG, else the
+data directory's admin.conf. A resource it may not list is skipped, with
+the reason. The resources of replicate.yaml are not: without them the
+policies would judge wrongly, so the audit fails.
 
 It prints one line per object and policy that would deny it,
 "<resource> <namespace>/<name>: <policy> [<enforcement>]: <message>", then

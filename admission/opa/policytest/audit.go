@@ -39,7 +39,8 @@ type AuditOptions struct {
 	// there before any object is judged.
 	Replicate []schema.GroupResource
 	// Resources are the resources whose objects are judged; none: every
-	// served resource that stores objects.
+	// served resource but the reviews, the events.k8s.io view of Events
+	// included, since a policy may be written against either kind.
 	Resources []schema.GroupResource
 	// Policies are the policies whose findings are reported; none: all.
 	// Every policy is evaluated all the same, since each one's patches
@@ -270,9 +271,10 @@ func (k *Kinds) list(ctx context.Context, client dynamic.Interface, res *registr
 	}
 }
 
-// audited are the served resources of want (every resource that stores
-// objects when want is empty), in discovery order. Reviews are computed,
-// never stored: there is nothing of theirs to list.
+// audited are the served resources of want (every one when want is
+// empty), in discovery order, but the reviews: they are computed, never
+// stored, and there is nothing of theirs to list. A view (events.k8s.io
+// Events) is audited beside the resource it is stored as.
 func (k *Kinds) audited(want []schema.GroupResource) ([]*registry.Resource, error) {
 	var listed []*registry.Resource
 	for _, res := range k.registry.All() {
