@@ -194,6 +194,20 @@ func TestPolicyAudit(t *testing.T) {
 		}
 	})
 
+	t.Run("a policy that cannot be evaluated", func(t *testing.T) {
+		// The server refuses what its policies cannot decide: so does
+		// the audit, naming no policy.
+		dir := t.TempDir()
+		failing := "package kubernetes.admission\n\ndeny contains sprintf(\"%d\", [to_number(input.request.name)]) if input.request.kind.kind == \"Secret\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "failing.rego"), []byte(failing), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := audited(t, secret, "--dir", c.Dir, "--kinds", "secrets", dir)
+		if code != 1 || strings.Count(stdout, "not decided, the server would refuse it: ") != 3 || !strings.Contains(stdout, "not decided (refused): 3 of 3") {
+			t.Errorf("exit %d; want 1 and the three Secrets not decided\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		broken := filepath.Join(t.TempDir(), "broken.rego")
 		if err := os.WriteFile(broken, []byte("package kubernetes.admission\n\ndeny contains msg if {\n"), 0o600); err != nil {
