@@ -328,3 +328,30 @@ type unconvertible struct {
 }
 
 func (u *unconvertible) DeepCopyObject() runtime.Object { return u }
+
+// A set enforced as deny refuses what its warn and dryrun policies deny,
+// and leaves the set it came from as it was.
+func TestEnforced(t *testing.T) {
+	set := compile(t, map[string]string{"alice.rego": warnUser, "all.rego": dryRunAll})
+	enforced := set.Enforced(Deny)
+	for _, p := range enforced.Policies() {
+		if p.Enforcement != Deny {
+			t.Errorf("enforced policy %s is %s, want deny", p.Name, p.Enforcement)
+		}
+	}
+	for _, p := range set.Policies() {
+		if p.Enforcement == Deny {
+			t.Errorf("the original set's policy %s became deny", p.Name)
+		}
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}
+	if err := plugin(t, set, DefaultTimeout).Validate(context.Background(), secretAttrs(s, admission.Create), nil); err != nil {
+		t.Errorf("as written: %v, want allowed", err)
+	}
+	err := plugin(t, enforced, DefaultTimeout).Validate(context.Background(), secretAttrs(s, admission.Create), nil)
+	for _, want := range []string{"policy alice: alice should not write Secrets", "policy all: would deny everything"} {
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("enforced as deny: %v, want a 403 saying %q", err, want)
+		}
+	}
+}

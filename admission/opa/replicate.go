@@ -35,7 +35,7 @@ func LoadReplication(path string) ([]schema.GroupResource, error) {
 	}
 	var out []schema.GroupResource
 	for _, r := range doc.Resources {
-		gr := parseResource(r)
+		gr := ParseResource(r)
 		if gr.Group == "" && gr.Resource == "secrets" {
 			return nil, fmt.Errorf("%s: %q: %w", path, r, errSecretsNotReplicated)
 		}
@@ -44,10 +44,10 @@ func LoadReplication(path string) ([]schema.GroupResource, error) {
 	return out, nil
 }
 
-// parseResource reads "resource", "group/resource" or kube-mgmt's
+// ParseResource reads "resource", "group/resource" or kube-mgmt's
 // "version/resource" and "group/version/resource", in any case and
 // spacing; "core" and "v1" name the core group.
-func parseResource(r string) schema.GroupResource {
+func ParseResource(r string) schema.GroupResource {
 	parts := strings.Split(strings.ToLower(strings.TrimSpace(r)), "/")
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])

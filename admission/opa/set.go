@@ -64,6 +64,19 @@ type Set struct {
 // Policies are the set's policies, by name.
 func (s *Set) Policies() []Policy { return slices.Clone(s.policies) }
 
+// Enforced is s with every policy enforced as e, whatever its METADATA
+// says: an audit evaluates a set as deny to see what its warn and dryrun
+// policies would refuse once switched. It shares s's compiled query and
+// data.
+func (s *Set) Enforced(e Enforcement) *Set {
+	out := *s
+	out.policies = slices.Clone(s.policies)
+	for i := range out.policies {
+		out.policies[i].Enforcement = e
+	}
+	return &out
+}
+
 // LoadDirs reads every .rego file below dirs (files named as arguments are
 // read too) and compiles them with Compile.
 func LoadDirs(ctx context.Context, paths ...string) (*Set, error) {

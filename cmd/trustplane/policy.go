@@ -16,11 +16,13 @@ import (
 // Exit statuses of the policy commands, beside 0.
 const (
 	// exitFailed: a test failed or errored, coverage is below the
-	// threshold, a request is denied.
+	// threshold, a request is denied, a live object would be denied
+	// (audit).
 	exitFailed = 1
 	// exitBadInput: what the command was given is wrong: a policy that
-	// does not parse, compile or pass its tests (eval), a path or a file
-	// that does not exist or does not decode, a bad flag.
+	// does not parse, compile or pass its tests (eval, audit), a path or
+	// a file that does not exist or does not decode, a bad flag, a
+	// kubeconfig that does not load or a cluster it cannot read (audit).
 	exitBadInput = 2
 )
 
@@ -29,18 +31,20 @@ func badInput(err error) error { return &exitError{code: exitBadInput, err: err}
 func newPolicyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
-		Short: "Test Rego admission policies offline, with the server's own input and engine",
-		Long: `Commands for policy authors. Each takes the policies to use as arguments,
-directories or .rego files, as opa test does (without any: the data
-directory's policies/), so that an author tests a working copy, not the
-running set. Policies are Rego v1, as the API server reads them.
+		Short: "Test Rego admission policies, with the server's own input and engine",
+		Long: `Commands for policy authors. Each takes the policies to use, directories or
+.rego files, as opa test does (without any: the data directory's
+policies/), so that an author tests a working copy, not the running set.
+Policies are Rego v1, as the API server reads them. test, verify, eval and
+record run offline; audit judges the live objects of a cluster.
 
-Exit status: 0 when all is well, 1 when a test failed or a request is
-denied, 2 when the input is bad (a file that does not parse, with its
-file:line; a path that does not exist; a bad flag).`,
+Exit status: 0 when all is well, 1 when a test failed or a request (or a
+live object) would be denied, 2 when the input is bad (a file that does
+not parse, with its file:line; a path that does not exist; a bad flag) or
+the audit could not read the cluster.`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	cmd.AddCommand(newPolicyTestCommand(), newPolicyVerifyCommand(), newPolicyEvalCommand(), newPolicyRecordCommand())
+	cmd.AddCommand(newPolicyTestCommand(), newPolicyVerifyCommand(), newPolicyEvalCommand(), newPolicyAuditCommand(), newPolicyRecordCommand())
 	return cmd
 }
 

@@ -105,9 +105,10 @@ func Record(o RecordOptions) (*Recording, error) {
 		if err != nil {
 			return nil, &InputError{err}
 		}
-		objs, err := readObjects(kinds, f, &yaml.Node{Kind: yaml.ScalarNode, Value: f})
+		// Read once: it may be a pipe, <(kubectl get …).
+		objs, err := kinds.decodeObjects(raw)
 		if err != nil {
-			return nil, &InputError{err}
+			return nil, &InputError{fmt.Errorf("%s: %w", f, err)}
 		}
 		if len(objs) == 0 {
 			return nil, &InputError{fmt.Errorf("%s: no objects", f)}

@@ -420,17 +420,25 @@ func readObject(kinds *Kinds, suite string, n *yaml.Node) (runtime.Object, error
 	return obj, nil
 }
 
-// readObjects decodes the objects n names or holds: a file may hold
-// several, as a YAML stream or a v1 List.
+// readObjects decodes the objects n names or holds.
 func readObjects(kinds *Kinds, suite string, n *yaml.Node) ([]runtime.Object, error) {
 	raw, err := document(suite, n)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) error { return fmt.Errorf("%s:%d: %s: %w", suite, n.Line, describe(n), err) }
+	objs, err := kinds.decodeObjects(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %s: %w", suite, n.Line, describe(n), err)
+	}
+	return objs, nil
+}
+
+// decodeObjects decodes every object of raw, a YAML stream of objects
+// or of v1 Lists, as kubectl get -o yaml writes them.
+func (k *Kinds) decodeObjects(raw []byte) ([]runtime.Object, error) {
 	docs, err := documents(raw)
 	if err != nil {
-		return nil, fail(err)
+		return nil, err
 	}
 	var out []runtime.Object
 	for _, doc := range docs {
@@ -440,17 +448,17 @@ func readObjects(kinds *Kinds, suite string, n *yaml.Node) ([]runtime.Object, er
 		}
 		if err := sigsyaml.Unmarshal(doc, &list); err == nil && list.Kind == "List" {
 			for _, item := range list.Items {
-				obj, err := kinds.Decode(item)
+				obj, err := k.Decode(item)
 				if err != nil {
-					return nil, fail(err)
+					return nil, err
 				}
 				out = append(out, obj)
 			}
 			continue
 		}
-		obj, err := kinds.Decode(doc)
+		obj, err := k.Decode(doc)
 		if err != nil {
-			return nil, fail(err)
+			return nil, err
 		}
 		out = append(out, obj)
 	}
