@@ -22,6 +22,7 @@ type policyEvalFlags struct {
 	dir       string
 	object    string
 	old       string
+	objects   []string
 	operation string
 	as        string
 	asGroups  []string
@@ -79,6 +80,10 @@ by --as (default: the admin of trustplane init, in group
 trustplane:cluster-admins), in the groups --as-group and
 system:authenticated, as impersonation makes it.
 
+Policies that read other objects (data.kubernetes) read those of the
+files --objects names, as the server reads its replicated objects:
+kubectl get namespaces,serviceaccounts -A -o yaml writes such a file.
+
 It prints each policy's decision (its deny and warn messages, its patch),
 then the outcome and the Warning headers the client would get; --explain
 adds OPA's trace of the evaluation. No value of a Secret's (or a
@@ -87,16 +92,27 @@ ConfigMap's) data appears in anything printed: it is shown as <redacted>.
 Exit status: 0 allowed, 1 denied, 2 bad input.`,
 		Example: `  trustplane policy eval --object secret.yaml -n prod
   trustplane policy eval --object new.yaml --old old.yaml --operation UPDATE ./policies
-  trustplane policy eval --object pod.yaml --as alice --as-group dev --explain`,
+  trustplane policy eval --object pod.yaml --as alice --as-group dev --explain
+  trustplane policy eval --object secret.yaml --objects <(kubectl get ns,sa -A -o yaml)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.validate(); err != nil {
 				return badInput(err)
 			}
-			attrs, err := f.attributes()
+			kinds, err := policytest.NewKinds()
+			if err != nil {
+				return err
+			}
+			attrs, err := f.attributes(kinds)
 			if err != nil {
 				return badInput(err)
 			}
-			set, err := opa.LoadDirs(cmd.Context(), policyPaths(args, f.dir)...)
+			data := opa.NewData()
+			for _, file := range f.objects {
+				if err := kinds.ReplicateFile(cmd.Context(), data, file); err != nil {
+					return badInput(err)
+				}
+			}
+			set, err := data.LoadDirs(cmd.Context(), policyPaths(args, f.dir)...)
 			if err != nil {
 				return badInput(err)
 			}
@@ -125,6 +141,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input.`,
 	flags.StringVar(&f.as, "as", "", "user making the request (default admin, in group trustplane:cluster-admins)")
 	flags.StringArrayVar(&f.asGroups, "as-group", nil, "a group of the --as user; repeat for more")
 	flags.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the request (default: the object's, else default)")
+	flags.StringArrayVar(&f.objects, "objects", nil, "file of objects that exist in the cluster (namespaces, ServiceAccounts), which the policies read as data.kubernetes; repeat for more")
 	flags.BoolVar(&f.explain, "explain", false, "add OPA's trace of the evaluation, with Secret data redacted")
 	flags.StringVarP(&f.output, "output", "o", f.output, "output format: text or json")
 	flags.DurationVar(&f.timeout, "timeout", f.timeout, "time limit of each evaluation, as the server's --admission-policy-timeout")
@@ -133,11 +150,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input.`,
 
 // attributes are the admission attributes of the request, built as the
 // server's write path builds them (policytest.Kinds.Attributes).
-func (f *policyEvalFlags) attributes() (admission.Attributes, error) {
-	kinds, err := policytest.NewKinds()
-	if err != nil {
-		return nil, err
-	}
+func (f *policyEvalFlags) attributes(kinds *policytest.Kinds) (admission.Attributes, error) {
 	obj, err := readObject(kinds, f.object)
 	if err != nil {
 		return nil, err

@@ -183,3 +183,25 @@ func TestPolicyVerifyShippedLibrary(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// policy eval reads the objects --objects names as the policies' data:
+// with the namespace labelled for Secrets, the library lets a Secret in;
+// without the namespace, what depends on its labels cannot be told, and
+// is refused.
+func TestPolicyEvalObjects(t *testing.T) {
+	root := filepath.Join("..", "..", "policies")
+	secret := filepath.Join(root, "testdata", "secret-db.yaml")
+	cluster := filepath.Join(root, "testdata", "cluster.yaml")
+	stdout, stderr, code := policyRun(t, "eval", "--object", secret, "-n", "team", "--objects", cluster, root)
+	if code != 0 || !strings.Contains(stdout, "\nallowed\n") {
+		t.Errorf("with the cluster's objects: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, _, code = policyRun(t, "eval", "--object", secret, "-n", "team", root)
+	if code != 1 || !strings.Contains(stdout, `namespace "team" is not in the policy's replicated data`) {
+		t.Errorf("without: exit %d\n%s", code, stdout)
+	}
+	_, stderr, code = policyRun(t, "eval", "--object", secret, "--objects", secret, root)
+	if code != 2 || !strings.Contains(stderr, "secrets are never replicated") {
+		t.Errorf("a Secret as data: exit %d, %s", code, stderr)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -261,4 +262,25 @@ func (k *Kinds) Replicate(ctx context.Context, data *opa.Data, obj runtime.Objec
 		res.Defaults(obj)
 	}
 	return data.Put(ctx, res.GVR.Resource, ns, accessor.GetName(), obj)
+}
+
+// ReplicateFile puts the objects of a file (a YAML stream of objects or
+// of v1 Lists, as kubectl get -o yaml writes it) into data, as objects
+// that exist in the cluster (Replicate). The file is read once: it may be
+// a pipe.
+func (k *Kinds) ReplicateFile(ctx context.Context, data *opa.Data, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	objs, err := k.decodeObjects(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, obj := range objs {
+		if err := k.Replicate(ctx, data, obj); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
 }
