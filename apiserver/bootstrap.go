@@ -43,11 +43,15 @@ func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want ru
 			stored = &rbacv1.ClusterRole{}
 		case *rbacv1.ClusterRoleBinding:
 			stored = &rbacv1.ClusterRoleBinding{}
+		case *rbacv1.Role:
+			stored = &rbacv1.Role{}
+		case *rbacv1.RoleBinding:
+			stored = &rbacv1.RoleBinding{}
 		default:
 			return false, nil
 		}
 		accessor, _ := meta.Accessor(want)
-		key := storage.Key(gr, "", accessor.GetName())
+		key := storage.Key(gr, accessor.GetNamespace(), accessor.GetName())
 		if err := s.store.Get(ctx, gr, key, stored); err != nil {
 			return false, err
 		}
@@ -73,12 +77,19 @@ func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want ru
 				// roleRef is immutable; a changed one is the operator's.
 				return false, nil
 			}
-			for _, subj := range w.Subjects {
-				if !slices.Contains(b.Subjects, subj) {
-					b.Subjects = append(b.Subjects, subj)
-					changed = true
-				}
+			b.Subjects, changed = withSubjects(b.Subjects, w.Subjects)
+		case *rbacv1.Role:
+			role := stored.(*rbacv1.Role)
+			if missing := rbac.Uncovered(role.Rules, w.Rules); len(missing) > 0 {
+				role.Rules = append(role.Rules, missing...)
+				changed = true
 			}
+		case *rbacv1.RoleBinding:
+			b := stored.(*rbacv1.RoleBinding)
+			if b.RoleRef != w.RoleRef {
+				return false, nil
+			}
+			b.Subjects, changed = withSubjects(b.Subjects, w.Subjects)
 		}
 		if !changed {
 			return false, nil
@@ -93,8 +104,22 @@ func (s *Server) reconcile(ctx context.Context, gr schema.GroupResource, want ru
 	return false, fmt.Errorf("still changing after %d attempts", maxUpdateAttempts)
 }
 
+// withSubjects is subjects with those of want it lacks, and whether it
+// lacked any.
+func withSubjects(subjects, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
+	changed := false
+	for _, subj := range want {
+		if !slices.Contains(subjects, subj) {
+			subjects = append(subjects, subj)
+			changed = true
+		}
+	}
+	return subjects, changed
+}
+
 // bootstrap creates what a cluster starts with and is missing: the system
-// namespaces and the bootstrap RBAC policy. Existing objects are kept as
+// namespaces, the bootstrap RBAC policy and the controllers'
+// ServiceAccounts. Existing objects are kept as
 // they are.
 func (s *Server) bootstrap(ctx context.Context) error {
 	var objs []struct {
@@ -121,6 +146,18 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	for _, b := range bindings {
 		add(clusterRoleBindingsGR, b)
 	}
+	// The controller manager's: its controllers' ServiceAccounts, and
+	// its certificate's one grant, to obtain their tokens.
+	for _, sa := range rbac.ControllerServiceAccounts() {
+		add(serviceAccountsGR, sa)
+	}
+	nsRoles, nsBindings := rbac.BootstrapNamespacedPolicy()
+	for _, r := range nsRoles {
+		add(rolesGR, r)
+	}
+	for _, b := range nsBindings {
+		add(roleBindingsGR, b)
+	}
 	created := 0
 	for _, o := range objs {
 		accessor, err := meta.Accessor(o.obj)
@@ -129,7 +166,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		}
 		accessor.SetUID(types.UID(uuid.NewString()))
 		accessor.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
-		err = s.store.Create(ctx, o.gr, storage.Key(o.gr, "", accessor.GetName()), o.obj)
+		err = s.store.Create(ctx, o.gr, storage.Key(o.gr, accessor.GetNamespace(), accessor.GetName()), o.obj)
 		switch {
 		case errors.Is(err, storage.ErrAlreadyExists):
 			changed, err := s.reconcile(ctx, o.gr, o.obj)

@@ -216,15 +216,15 @@ deny contains "no ConfigMap may be called late" if input.request.name == "late"
 			t.Fatal(err)
 		}
 	}
-	// The controller manager may write ConfigMaps in kube-system, but not
+	// The root CA publisher may create ConfigMaps in kube-system, but not
 	// those that carry policies.
-	cm := ts.clientset(t, &identity{user: rbac.ControllerManagerUser})
-	_, err = cm.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+	publisher := ts.clientset(t, &identity{user: rbac.ControllerUser("root-ca-cert-publisher"), groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}})
+	_, err = publisher.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "usurper", Labels: map[string]string{"trustplane.io/policy": "rego"}},
 		Data:       map[string]string{"u.rego": "package kubernetes.admission\n"},
 	}, metav1.CreateOptions{})
-	if !apierrors.IsForbidden(err) {
-		t.Errorf("the controller manager's policy ConfigMap: %v, want 403", err)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "carry admission policies") {
+		t.Errorf("the root CA publisher's policy ConfigMap: %v, want 403 from admission", err)
 	}
 	policyConfigMap("open", "sneaky", "from-open")
 	policyConfigMap("kube-system", "official", "from-system")

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -157,9 +158,21 @@ func TestPolicyAudit(t *testing.T) {
 	})
 
 	t.Run("forbidden resource skipped", func(t *testing.T) {
-		// The controller-manager may list namespaces, ServiceAccounts
-		// and ConfigMaps, never Secrets.
-		stdout, stderr, code := audited(t, secret, "--dir", c.Dir, "--kubeconfig", c.Kubeconfig("controller-manager"), "--kinds", "secrets,configmaps")
+		// A viewer may list namespaces, ServiceAccounts and ConfigMaps,
+		// never Secrets.
+		viewer := filepath.Join(t.TempDir(), "viewer.conf")
+		if _, stderr, err := e2etest.Run(t, "kubeconfig", "--dir", c.Dir, "--user", "vic", "--group", "viewers", "--out", viewer); err != nil {
+			t.Fatalf("trustplane kubeconfig: %v\n%s", err, stderr)
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "viewers"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "viewers"}},
+		}
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := audited(t, secret, "--dir", c.Dir, "--kubeconfig", viewer, "--kinds", "secrets,configmaps")
 		if code != 0 || !regexp.MustCompile(`(?m)^skipped secrets: .*forbidden`).MatchString(stdout) {
 			t.Errorf("exit %d; want 0 and secrets skipped as forbidden\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}

@@ -65,9 +65,13 @@ func readWriteVerbs() []string { return append(readVerbs(), writeVerbs()...) }
 // system:basic-user, bound to system:authenticated, lets a user ask what it
 // may do and who it is.
 //
+// The controllers' roles are in it too (see [Controllers]); the controller
+// manager's own certificate is granted only in kube-system
+// ([BootstrapNamespacedPolicy]).
+//
 // Nothing in it grants a Secret, or a wildcard, to system:authenticated or
 // system:unauthenticated; view grants no Secrets; the scheduler and the
-// controller-manager get no Secrets either.
+// controllers get no Secrets either.
 func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 	roles := []*rbacv1.ClusterRole{
 		clusterRole("cluster-admin",
@@ -89,7 +93,6 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 			newRule("get").urls("/healthz", "/livez", "/readyz", "/version", "/version/"),
 		),
 		schedulerRole(),
-		controllerManagerRole(),
 		aggregatedClusterRole("admin", aggregateToAdmin, nil),
 		aggregatedClusterRole("edit", aggregateToEdit, map[string]string{aggregateToAdmin: "true"}),
 		aggregatedClusterRole("view", aggregateToView, map[string]string{aggregateToEdit: "true"}),
@@ -116,11 +119,11 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer",
 			groupSubject(user.AllAuthenticated), groupSubject(user.AllUnauthenticated)),
 		clusterRoleBinding(SchedulerUser, SchedulerUser, userSubject(SchedulerUser)),
-		clusterRoleBinding(ControllerManagerUser, ControllerManagerUser, userSubject(ControllerManagerUser)),
 		// kube once bound this to system:unauthenticated too, and stopped.
 		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(user.AllAuthenticated)),
 	}
-	return roles, bindings
+	controllerRoles, controllerBindings := controllerPolicy()
+	return append(roles, controllerRoles...), append(bindings, controllerBindings...)
 }
 
 // The rules of kube's user-facing roles, limited to the resources trustplane
@@ -182,36 +185,6 @@ func schedulerRole() *rbacv1.ClusterRole {
 		// cannot be limited by resourceNames; everything after it can.
 		newRule("create").groups(coordinationGroup).resources("leases"),
 		newRule("get", "update").groups(coordinationGroup).resources("leases").names("kube-scheduler"),
-	)
-}
-
-// controllerManagerRole covers the ReplicaSet, Deployment, Node, Namespace and
-// ServiceAccount controllers and the kube-root-ca.crt publisher. No Secrets.
-func controllerManagerRole() *rbacv1.ClusterRole {
-	return clusterRole(ControllerManagerUser,
-		// ReplicaSet controller (and Node controller evictions).
-		newRule("get", "list", "watch", "create", "delete", "update", "patch").groups(coreGroup).resources("pods"),
-		newRule("update", "patch").groups(coreGroup).resources("pods/status"),
-		// Deployment and ReplicaSet controllers.
-		newRule("get", "list", "watch", "create", "update", "patch", "delete").groups(appsGroup).
-			resources("replicasets", "deployments"),
-		newRule("get", "update", "patch").groups(appsGroup).
-			resources("replicasets/status", "replicasets/scale", "deployments/status", "deployments/scale"),
-		// Node controller.
-		newRule("get", "list", "watch", "update", "patch", "delete").groups(coreGroup).resources("nodes"),
-		newRule("update", "patch").groups(coreGroup).resources("nodes/status"),
-		// Namespace controller.
-		newRule("get", "list", "watch", "update", "delete").groups(coreGroup).resources("namespaces"),
-		newRule("update").groups(coreGroup).resources("namespaces/finalize", "namespaces/status"),
-		// ServiceAccount controller: the "default" ServiceAccount of each namespace.
-		newRule("get", "list", "watch", "create").groups(coreGroup).resources("serviceaccounts"),
-		// Root CA publisher: creates kube-root-ca.crt in each namespace and
-		// keeps it current; it may rewrite no other ConfigMap.
-		newRule("get", "list", "watch", "create").groups(coreGroup).resources("configmaps"),
-		newRule("update").groups(coreGroup).resources("configmaps").names("kube-root-ca.crt"),
-		newRule("create", "patch", "update").groups(coreGroup, eventsGroup).resources("events"),
-		newRule("create").groups(coordinationGroup).resources("leases"),
-		newRule("get", "update").groups(coordinationGroup).resources("leases").names("kube-controller-manager"),
 	)
 }
 

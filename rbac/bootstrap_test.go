@@ -38,16 +38,21 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 			t.Errorf("ClusterRoleBinding %s: no subjects", b.Name)
 		}
 		for _, s := range b.Subjects {
-			if s.APIGroup != rbacv1.GroupName {
-				t.Errorf("ClusterRoleBinding %s subject %s: apiGroup %q, want %q", b.Name, s.Name, s.APIGroup, rbacv1.GroupName)
+			want := rbacv1.GroupName
+			if s.Kind == rbacv1.ServiceAccountKind {
+				want = ""
+			}
+			if s.APIGroup != want {
+				t.Errorf("ClusterRoleBinding %s subject %s: apiGroup %q, want %q", b.Name, s.Name, s.APIGroup, want)
 			}
 		}
 	}
 
-	wantRoles := []string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser,
-		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}
-	wantBindings := []string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser, ControllerManagerUser,
-		"system:basic-user"}
+	controllers := []string{"system:controller:service-account-controller", "system:controller:root-ca-cert-publisher", "system:controller:shared-informers"}
+	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
+	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"system:basic-user"}, controllers...)
 	if !slices.Equal(roleNames, wantRoles) {
 		t.Errorf("ClusterRoles: got %q, want %q", roleNames, wantRoles)
 	}
@@ -148,7 +153,11 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{SchedulerUser, ControllerManagerUser} {
+	system := []string{SchedulerUser, ControllerRole(SharedInformersServiceAccount)}
+	for _, c := range Controllers() {
+		system = append(system, ControllerRole(c.ServiceAccount))
+	}
+	for _, name := range system {
 		for _, rule := range byName[name].Rules {
 			for _, field := range [][]string{rule.Verbs, rule.APIGroups, rule.Resources, rule.NonResourceURLs} {
 				for _, v := range field {
@@ -168,6 +177,11 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	admin := testUser("ops", ClusterAdminsGroup, user.AllAuthenticated)
 	scheduler := testUser(SchedulerUser, user.AllAuthenticated)
 	cm := testUser(ControllerManagerUser, user.AllAuthenticated)
+	serviceAccount := func(name string) *user.DefaultInfo {
+		return testUser(ControllerUser(name), "system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated)
+	}
+	leader, informers := serviceAccount(LeaderElectionServiceAccount), serviceAccount(SharedInformersServiceAccount)
+	saController, publisher := serviceAccount("service-account-controller"), serviceAccount("root-ca-cert-publisher")
 	alice := testUser("alice", user.AllAuthenticated)
 	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
 	root := testUser("root", "system:masters", user.AllAuthenticated)
@@ -201,19 +215,29 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		{name: "scheduler execs into a pod", attrs: resourceRequest(scheduler, "create", "", "pods/exec", "default", "web")},
 		{name: "scheduler binds roles", attrs: resourceRequest(scheduler, "create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "")},
 
-		{name: "controller-manager creates a pod", attrs: resourceRequest(cm, "create", "", "pods", "default", ""), allow: true,
-			reason: `RBAC: allowed by ClusterRoleBinding "system:kube-controller-manager" of ClusterRole "system:kube-controller-manager" to User "system:kube-controller-manager"`},
-		{name: "controller-manager scales a replicaset", attrs: resourceRequest(cm, "update", "apps", "replicasets/scale", "default", "web"), allow: true},
-		{name: "controller-manager updates deployment status", attrs: resourceRequest(cm, "update", "apps", "deployments/status", "default", "web"), allow: true},
-		{name: "controller-manager deletes a node", attrs: resourceRequest(cm, "delete", "", "nodes", "", "n1"), allow: true},
-		{name: "controller-manager finalizes a namespace", attrs: resourceRequest(cm, "update", "", "namespaces/finalize", "gone", "gone"), allow: true},
-		{name: "controller-manager creates a service account", attrs: resourceRequest(cm, "create", "", "serviceaccounts", "default", ""), allow: true},
-		{name: "controller-manager publishes the root CA", attrs: resourceRequest(cm, "update", "", "configmaps", "default", "kube-root-ca.crt"), allow: true},
-		{name: "controller-manager rewrites another configmap", attrs: resourceRequest(cm, "update", "", "configmaps", "default", "app-config")},
-		{name: "controller-manager renews its lease", attrs: resourceRequest(cm, "update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager"), allow: true},
-		{name: "controller-manager takes the scheduler's lease", attrs: resourceRequest(cm, "update", "coordination.k8s.io", "leases", "kube-system", "kube-scheduler")},
-		{name: "controller-manager creates a secret", attrs: resourceRequest(cm, "create", "", "secrets", "default", "")},
-		{name: "controller-manager binds roles", attrs: resourceRequest(cm, "create", "rbac.authorization.k8s.io", "rolebindings", "default", "")},
+		// The controller manager's certificate obtains the controllers'
+		// tokens, and may do nothing else.
+		{name: "controller-manager gets a controller's token", attrs: resourceRequest(cm, "create", "", "serviceaccounts/token", "kube-system", "service-account-controller"), allow: true,
+			reason: `RBAC: allowed by RoleBinding "system:kube-controller-manager:tokens/kube-system" of Role "system:kube-controller-manager:tokens" to User "system:kube-controller-manager"`},
+		{name: "controller-manager gets the shared informers' token", attrs: resourceRequest(cm, "create", "", "serviceaccounts/token", "kube-system", "shared-informers"), allow: true},
+		{name: "controller-manager gets another account's token", attrs: resourceRequest(cm, "create", "", "serviceaccounts/token", "kube-system", "default")},
+		{name: "controller-manager gets a namesake's token elsewhere", attrs: resourceRequest(cm, "create", "", "serviceaccounts/token", "team", "service-account-controller")},
+		{name: "controller-manager creates a pod", attrs: resourceRequest(cm, "create", "", "pods", "default", "")},
+		{name: "controller-manager lists namespaces", attrs: resourceRequest(cm, "list", "", "namespaces", "", "")},
+		{name: "controller-manager renews its lease", attrs: resourceRequest(cm, "update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager")},
+		{name: "controller-manager creates a service account", attrs: resourceRequest(cm, "create", "", "serviceaccounts", "kube-system", "")},
+
+		{name: "leader election renews its lease", attrs: resourceRequest(leader, "update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager"), allow: true},
+		{name: "leader election creates a lease", attrs: resourceRequest(leader, "create", "coordination.k8s.io", "leases", "kube-system", ""), allow: true},
+		{name: "leader election takes the scheduler's lease", attrs: resourceRequest(leader, "update", "coordination.k8s.io", "leases", "kube-system", "kube-scheduler")},
+		{name: "leader election elsewhere", attrs: resourceRequest(leader, "update", "coordination.k8s.io", "leases", "team", "kube-controller-manager")},
+		{name: "shared informers watch namespaces", attrs: resourceRequest(informers, "watch", "", "namespaces", "", ""), allow: true},
+		{name: "shared informers write", attrs: resourceRequest(informers, "create", "", "serviceaccounts", "default", "")},
+		{name: "the service account controller creates one", attrs: resourceRequest(saController, "create", "", "serviceaccounts", "team", ""), allow: true},
+		{name: "the service account controller deletes one", attrs: resourceRequest(saController, "delete", "", "serviceaccounts", "team", "default")},
+		{name: "the service account controller creates a pod", attrs: resourceRequest(saController, "create", "", "pods", "team", "")},
+		{name: "the publisher updates kube-root-ca.crt", attrs: resourceRequest(publisher, "update", "", "configmaps", "team", "kube-root-ca.crt"), allow: true},
+		{name: "the publisher rewrites another configmap", attrs: resourceRequest(publisher, "update", "", "configmaps", "team", "app-config")},
 
 		{name: "user reads /api", attrs: pathRequest(alice, "get", "/api"), allow: true,
 			reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},
@@ -267,7 +291,7 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	// No system identity and no public group may touch Secrets (nor the
 	// scheduler ConfigMaps), in any namespace, by any verb, with or without
 	// a name.
-	for _, u := range []*user.DefaultInfo{scheduler, cm, alice, anonymous, root, viewer} {
+	for _, u := range []*user.DefaultInfo{scheduler, cm, leader, informers, saController, publisher, alice, anonymous, root, viewer} {
 		resources := []string{"secrets"}
 		if u == scheduler {
 			resources = append(resources, "configmaps")

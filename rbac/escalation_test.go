@@ -11,14 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
-func rules(b ...ruleBuilder) []rbacv1.PolicyRule {
-	out := make([]rbacv1.PolicyRule, 0, len(b))
-	for _, r := range b {
-		out = append(out, r.r)
-	}
-	return out
-}
-
 // Coverage is kube's Covers: each granted permission must be allowed by one
 // held rule, wildcards in the grant taken literally.
 func TestUncovered(t *testing.T) {

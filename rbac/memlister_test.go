@@ -70,6 +70,13 @@ func bootstrapLister(t testing.TB, objs ...any) *memLister {
 	for _, b := range bindings {
 		all = append(all, b)
 	}
+	nsRoles, nsBindings := BootstrapNamespacedPolicy()
+	for _, r := range nsRoles {
+		all = append(all, r)
+	}
+	for _, b := range nsBindings {
+		all = append(all, b)
+	}
 	return newMemLister(t, append(all, objs...)...)
 }
 
@@ -203,10 +210,6 @@ func testRoleBinding(namespace, name, kind, role string, subjects ...rbacv1.Subj
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role},
 		Subjects:   subjects,
 	}
-}
-
-func serviceAccountSubject(namespace, name string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}
 }
 
 func testUser(name string, groups ...string) *user.DefaultInfo {

@@ -119,11 +119,9 @@ var whoCanCases = []struct {
 		rbGrant(groupSubject("devs"), "a", "deploy", "Role", "deployer"),
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
 		rbGrant(userSubject("alice"), "a", "deploy", "Role", "deployer"),
-		crbGrant(userSubject(ControllerManagerUser), ControllerManagerUser, ControllerManagerUser),
 	}},
 	{name: "create deployments in b", attrs: resourceRequest(nil, "create", "apps", "deployments", "b", ""), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
-		crbGrant(userSubject(ControllerManagerUser), ControllerManagerUser, ControllerManagerUser),
 	}},
 	{name: "create deployments of the core group in a", attrs: resourceRequest(nil, "create", "", "deployments", "a", ""), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
@@ -136,7 +134,6 @@ var whoCanCases = []struct {
 	{name: "get configmap web in a", attrs: resourceRequest(nil, "get", "", "configmaps", "a", "web"), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
 		rbGrant(userSubject("frank"), "a", "web", "ClusterRole", "web-config"),
-		crbGrant(userSubject(ControllerManagerUser), ControllerManagerUser, ControllerManagerUser),
 	}},
 	{name: "update configmap web in a", attrs: resourceRequest(nil, "update", "", "configmaps", "a", "web"), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
@@ -146,7 +143,6 @@ var whoCanCases = []struct {
 	{name: "update deployment status in a", attrs: resourceRequest(nil, "update", "apps", "deployments/status", "a", "web"), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
 		rbGrant(serviceAccountSubject("a", "controller"), "a", "status", "ClusterRole", "status-writer"),
-		crbGrant(userSubject(ControllerManagerUser), ControllerManagerUser, ControllerManagerUser),
 	}},
 	{name: "update node status", attrs: resourceRequest(nil, "update", "", "nodes/status", "", "n1")},
 	{name: "get nodes", attrs: resourceRequest(nil, "get", "", "nodes", "", "n1")},

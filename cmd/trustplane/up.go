@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/datadir"
 )
 
@@ -15,12 +16,14 @@ func newUpCommand() *cobra.Command {
 	var e etcdFlags
 	var mem memoryLimitFlag
 	var etcdServers []string
+	runControllers := true
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Initialise the data directory if needed and run etcd and the API server",
+		Short: "Initialise the data directory if needed and run etcd, the API server and the controllers",
 		Long: `Run a control plane in one process: etcd (unless --etcd-servers names an external
-one) and the API server, each connecting to the other over mutual TLS with its
-own credentials. SIGINT or SIGTERM stop it; a restart keeps all data.`,
+one), the API server and the controller manager (unless --controllers=false),
+each connecting to the others over mutual TLS with its own credentials.
+SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -69,12 +72,25 @@ own credentials. SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "trustplane is up: API server at %s\n", f.serverURL())
 				fmt.Fprintf(out, "export KUBECONFIG=%s\n", abs)
+				if !runControllers {
+					return
+				}
+				// Over loopback TLS with its own identity, as if it ran
+				// elsewhere.
+				go func() {
+					kubeconfig := datadir.Layout{Dir: o.DataDir}.Kubeconfig("controller-manager")
+					if err := runControllerManager(ctx, kubeconfig, controllers.Names(), 5, logger.With("component", "controller-manager")); err != nil {
+						logger.Error("controller manager failed; stopping", "err", err)
+						cancel()
+					}
+				}()
 			})
 		},
 	}
 	f.addTo(cmd.Flags())
 	e.addTo(cmd.Flags())
 	mem.addTo(cmd.Flags())
+	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
 }

@@ -25,15 +25,18 @@ type Cluster struct {
 	// last.
 	runs    []*Process
 	running *Process
+	// args are more flags of every `trustplane up`.
+	args []string
 }
 
-// StartCluster runs `trustplane up` on free loopback ports in a new data
-// directory and returns once it says it is listening. The process is
-// stopped when the test ends, and must then exit cleanly.
-func StartCluster(t testing.TB) *Cluster {
+// StartCluster runs `trustplane up` (with args, more of its flags) on free
+// loopback ports in a new data directory and returns once it says it is
+// listening. The process is stopped when the test ends, and must then
+// exit cleanly.
+func StartCluster(t testing.TB, args ...string) *Cluster {
 	t.Helper()
 	// A directory that does not exist yet: up must create it.
-	c := &Cluster{Dir: filepath.Join(t.TempDir(), "data")}
+	c := &Cluster{Dir: filepath.Join(t.TempDir(), "data"), args: args}
 	c.Start(t)
 	return c
 }
@@ -72,12 +75,12 @@ func (c *Cluster) Start(t testing.TB) {
 		t.Fatal("start: trustplane is already running")
 	}
 	ports := etcdtest.FreePortNumbers(t, 4)
-	p := Start(t, exec.Command(Binary(t), "up", "--dir", c.Dir,
+	p := Start(t, exec.Command(Binary(t), append([]string{"up", "--dir", c.Dir,
 		"--secure-port", strconv.Itoa(ports[0]),
 		"--etcd-client-port", strconv.Itoa(ports[1]),
 		"--etcd-peer-port", strconv.Itoa(ports[2]),
 		"--etcd-http-port", strconv.Itoa(ports[3]),
-	))
+	}, c.args...)...))
 	c.runs = append(c.runs, p)
 	c.running = p
 

@@ -1,0 +1,210 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// runner runs a controller with n workers until ctx is done.
+type runner func(ctx context.Context, workers int)
+
+// controllerContext is what a controller is built with.
+type controllerContext struct {
+	// client is the controller's own identity.
+	client kubernetes.Interface
+	// informers are shared by every controller.
+	informers informers.SharedInformerFactory
+	logger    *slog.Logger
+	// rootCA is the cluster's CA, PEM, from the controller manager's
+	// kubeconfig.
+	rootCA []byte
+}
+
+// controllers are the controllers the manager runs, by the name
+// --controllers takes, each with its constructor.
+var controllers = map[string]func(*controllerContext) (runner, error){
+	"serviceaccount":         newServiceAccountController,
+	"root-ca-cert-publisher": newRootCAPublisher,
+}
+
+// Names are the names of every controller, sorted.
+func Names() []string {
+	var out []string
+	for _, c := range rbac.Controllers() {
+		out = append(out, c.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Select reads a --controllers list as kube-controller-manager does:
+// "*" (every controller), names, and -name to leave one out; empty is
+// "*".
+func Select(list []string) ([]string, error) {
+	if len(list) == 0 {
+		list = []string{"*"}
+	}
+	all := Names()
+	on := map[string]bool{}
+	for _, item := range list {
+		name, off := strings.CutPrefix(strings.TrimSpace(item), "-")
+		switch {
+		case name == "*" && !off:
+			for _, n := range all {
+				if _, set := on[n]; !set {
+					on[n] = true
+				}
+			}
+		case slices.Contains(all, name):
+			on[name] = !off
+		default:
+			return nil, fmt.Errorf("--controllers: unknown controller %q; known: %s", item, strings.Join(all, ", "))
+		}
+	}
+	var out []string
+	for _, n := range all {
+		if on[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Options configure the controller manager.
+type Options struct {
+	// Config is the controller manager's own identity, with which it
+	// obtains the controllers' tokens and nothing else.
+	Config *rest.Config
+	// Controllers are the names of the controllers to run (Select).
+	Controllers []string
+	// Workers is how many keys each controller syncs at once.
+	Workers int
+	Logger  *slog.Logger
+	// LeaseDuration, RenewDeadline and RetryPeriod are leader
+	// election's, kube-controller-manager's defaults when zero.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Run runs the controllers until ctx is done, while this instance leads:
+// instances that share a cluster elect one leader through the Lease
+// kube-system/kube-controller-manager, and a standby takes over within
+// the lease's duration once the leader stops renewing it. An instance
+// that loses its lease stops its controllers and stands again.
+func Run(ctx context.Context, o Options) error {
+	if o.Config == nil {
+		return errors.New("controller manager: no client configuration")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Workers = max(o.Workers, 1)
+	rootCA := o.Config.CAData
+	if len(rootCA) == 0 && o.Config.CAFile != "" {
+		var err error
+		if rootCA, err = os.ReadFile(o.Config.CAFile); err != nil {
+			return fmt.Errorf("controller manager: read the CA: %w", err)
+		}
+	}
+	manager, err := kubernetes.NewForConfig(o.Config)
+	if err != nil {
+		return err
+	}
+	clientAs := func(sa string) (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(configAs(o.Config, manager, sa))
+	}
+	leaderClient, err := clientAs(rbac.LeaderElectionServiceAccount)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: rbac.ControllersNamespace, Name: rbac.ControllerManagerLease},
+		Client:     leaderClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	lead := func(ctx context.Context) {
+		if err := runControllers(ctx, o, clientAs, rootCA); err != nil && ctx.Err() == nil {
+			o.Logger.Error("controller manager: controllers stopped", "err", err)
+		}
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   cmp.Or(o.LeaseDuration, 15*time.Second),
+			RenewDeadline:   cmp.Or(o.RenewDeadline, 10*time.Second),
+			RetryPeriod:     cmp.Or(o.RetryPeriod, 2*time.Second),
+			ReleaseOnCancel: true,
+			Name:            rbac.ControllerManagerLease,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: lead,
+				OnStoppedLeading: func() { o.Logger.Info("controller manager: not leading", "identity", id) },
+				OnNewLeader: func(leader string) {
+					if leader != id {
+						o.Logger.Info("controller manager: another instance leads", "leader", leader)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(ctx)
+	}
+	return nil
+}
+
+// runControllers runs the chosen controllers over informers shared by
+// all, until ctx is done.
+func runControllers(ctx context.Context, o Options, clientAs func(string) (kubernetes.Interface, error), rootCA []byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	informerClient, err := clientAs(rbac.SharedInformersServiceAccount)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(informerClient, 0)
+	accounts := map[string]string{}
+	for _, c := range rbac.Controllers() {
+		accounts[c.Name] = c.ServiceAccount
+	}
+	var runners []runner
+	for _, name := range o.Controllers {
+		client, err := clientAs(accounts[name])
+		if err != nil {
+			return err
+		}
+		run, err := controllers[name](&controllerContext{client: client, informers: factory, logger: o.Logger, rootCA: rootCA})
+		if err != nil {
+			return err
+		}
+		runners = append(runners, run)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	var wg sync.WaitGroup
+	for _, run := range runners {
+		wg.Go(func() { run(ctx, o.Workers) })
+	}
+	o.Logger.Info("controller manager: leading", "controllers", strings.Join(o.Controllers, ","))
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// The controllers talk to the API server only: the package imports
+// neither the server nor etcd (DESIGN.md, rule 1).
+func TestNoServerImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, banned := range []string{"github.com/trustplane/trustplane/apiserver", "github.com/trustplane/trustplane/etcd", "go.etcd.io/etcd/"} {
+			if strings.HasPrefix(pkg, banned) {
+				t.Errorf("controllers depends on %s", pkg)
+			}
+		}
+	}
+}
+
+// Every controller has an identity, and every identity a controller.
+func TestEveryControllerHasAnIdentity(t *testing.T) {
+	var named []string
+	for _, c := range rbac.Controllers() {
+		if controllers[c.Name] == nil {
+			t.Errorf("identity %s names no controller", c.Name)
+		}
+		named = append(named, c.Name)
+	}
+	for name := range controllers {
+		if !slices.Contains(named, name) {
+			t.Errorf("controller %s has no identity", name)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	for _, tc := range []struct {
+		list    []string
+		want    []string
+		wantErr string
+	}{
+		{list: nil, want: Names()},
+		{list: []string{"*"}, want: Names()},
+		{list: []string{"*", "-serviceaccount"}, want: []string{"root-ca-cert-publisher"}},
+		{list: []string{"-serviceaccount", "*"}, want: []string{"root-ca-cert-publisher"}},
+		{list: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
+		{list: []string{"replicaset"}, wantErr: `unknown controller "replicaset"`},
+	} {
+		got, err := Select(tc.list)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Select(%q): %v, want %q", tc.list, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Select(%q) = %q, %v; want %q", tc.list, got, err, tc.want)
+		}
+	}
+}

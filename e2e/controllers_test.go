@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trustplane/trustplane/e2e/e2etest"
+	"github.com/trustplane/trustplane/rbac"
+)
+
+// clientFor is a clientset with the identity of a kubeconfig.
+func clientFor(t *testing.T, kubeconfig string) (kubernetes.Interface, *rest.Config) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, cfg
+}
+
+// waitFor polls cond every 100ms until it holds or 20s have passed.
+func waitFor(t *testing.T, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cond(ctx)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The controller manager `trustplane up` runs gives each namespace its
+// default ServiceAccount and kube-root-ca.crt, and gives them back; each
+// controller writes as its own ServiceAccount.
+func TestControllerManager(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t)
+	admin, adminCfg := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hasDefault := func(ctx context.Context) error {
+		_, err := admin.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}
+	waitFor(t, "the default ServiceAccount of a new namespace", hasDefault)
+	if err := admin.CoreV1().ServiceAccounts("team").Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the default ServiceAccount restored", hasDefault)
+
+	ca := func(ctx context.Context) error {
+		cm, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(cm.Data["ca.crt"], "-----BEGIN CERTIFICATE-----") || string(adminCfg.CAData) != cm.Data["ca.crt"] && adminCfg.CAFile == "" {
+			return fmt.Errorf("ca.crt is %.40q", cm.Data["ca.crt"])
+		}
+		return nil
+	}
+	waitFor(t, "kube-root-ca.crt in a new namespace", ca)
+	cm, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["ca.crt"] = "-----BEGIN CERTIFICATE-----\nforged\n-----END CERTIFICATE-----\n"
+	if _, err := admin.CoreV1().ConfigMaps("team").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "kube-root-ca.crt restored", func(ctx context.Context) error {
+		cm, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if strings.Contains(cm.Data["ca.crt"], "forged") {
+			return errors.New("still forged")
+		}
+		return nil
+	})
+
+	// Who wrote what, by the audit log: each controller as itself.
+	events := readAudit(t, c.AuditLog())
+	writers := map[string]string{}
+	for _, ev := range events {
+		if ev.Verb == "create" && ev.ObjectRef != nil && ev.ObjectRef.Namespace == "team" && ev.ResponseStatus != nil && ev.ResponseStatus.Code == 201 {
+			writers[ev.ObjectRef.Resource] = ev.User.Username
+		}
+	}
+	for res, want := range map[string]string{"serviceaccounts": rbac.ControllerUser("service-account-controller"), "configmaps": rbac.ControllerUser("root-ca-cert-publisher")} {
+		if writers[res] != want {
+			t.Errorf("%s in team created by %q, want %q", res, writers[res], want)
+		}
+	}
+}
+
+// Each identity of the controller manager is refused the nearest thing
+// outside its role.
+func TestControllerIdentities(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t)
+	admin, adminCfg := clientFor(t, c.AdminConf())
+	manager, _ := clientFor(t, c.Kubeconfig("controller-manager"))
+	ctx := t.Context()
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want Forbidden", what, err)
+		}
+	}
+	// The certificate: tokens for the controllers, nothing else.
+	secs := int64(600)
+	tokenFor := func(cs kubernetes.Interface, ns, sa string) (string, error) {
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		return tr.Status.Token, nil
+	}
+	if _, err := tokenFor(manager, "kube-system", "service-account-controller"); err != nil {
+		t.Errorf("the controller manager's token for a controller: %v", err)
+	}
+	waitFor(t, "default ServiceAccount in default", func(ctx context.Context) error {
+		_, err := admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+	_, err := tokenFor(manager, "default", "default")
+	forbidden("the controller manager's token for default/default", err)
+	_, err = tokenFor(manager, "kube-system", "default")
+	forbidden("the controller manager's token for kube-system/default", err)
+	_, err = manager.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	forbidden("the controller manager lists namespaces", err)
+	_, err = manager.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	forbidden("the controller manager creates a pod", err)
+
+	as := func(sa string) kubernetes.Interface {
+		t.Helper()
+		token, err := tokenFor(admin, "kube-system", sa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(adminCfg)
+		cfg.BearerToken = token
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	sa := as("service-account-controller")
+	_, err = sa.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	forbidden("the ServiceAccount controller lists Secrets", err)
+	err = sa.CoreV1().ServiceAccounts("default").Delete(ctx, "default", metav1.DeleteOptions{})
+	forbidden("the ServiceAccount controller deletes a ServiceAccount", err)
+	_, err = sa.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden("the ServiceAccount controller creates a ConfigMap", err)
+
+	publisher := as("root-ca-cert-publisher")
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = publisher.CoreV1().ConfigMaps("default").Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"x": "y"}}, metav1.UpdateOptions{})
+	forbidden("the publisher rewrites another ConfigMap", err)
+	_, err = publisher.CoreV1().Secrets("default").Get(ctx, "any", metav1.GetOptions{})
+	forbidden("the publisher reads a Secret", err)
+
+	informers := as("shared-informers")
+	if _, err := informers.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the shared informers list namespaces: %v", err)
+	}
+	_, err = informers.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	forbidden("the shared informers list Secrets", err)
+	_, err = informers.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbidden("the shared informers write", err)
+
+	leader := as("kube-controller-manager")
+	_, err = leader.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	forbidden("leader election reads the scheduler's lease", err)
+}
+
+// Two controller managers elect one leader; when it stops, the other
+// takes over within the lease's duration and keeps the namespaces
+// provided for.
+func TestControllerManagerLeaderElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t, "--controllers=false")
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	start := func() *e2etest.Process {
+		p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "controller-manager", "--dir", c.Dir))
+		p.WaitLine(t, "controller manager running: ")
+		return p
+	}
+	holder := func(ctx context.Context) (string, error) {
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return "", errors.New("no holder")
+		}
+		return *l.Spec.HolderIdentity, nil
+	}
+	first, second := start(), start()
+	var leader string
+	waitFor(t, "a leader", func(ctx context.Context) (err error) { leader, err = holder(ctx); return err })
+	// Which process leads: the one that says it does.
+	leading, standby := first, second
+	waitFor(t, "the leader says so", func(context.Context) error {
+		switch {
+		case strings.Contains(first.Output(), "controller manager: leading"):
+		case strings.Contains(second.Output(), "controller manager: leading"):
+			leading, standby = second, first
+		default:
+			return errors.New("neither leads")
+		}
+		return nil
+	})
+	if strings.Contains(standby.Output(), "controller manager: leading") {
+		t.Fatalf("both lead:\n%s\n%s", first.Output(), second.Output())
+	}
+	if err := leading.Stop(); err != nil {
+		t.Errorf("stop the leader: %v", err)
+	}
+	waitFor(t, "the standby leads", func(ctx context.Context) error {
+		h, err := holder(ctx)
+		if err != nil {
+			return err
+		}
+		if h == leader {
+			return fmt.Errorf("still held by %s", h)
+		}
+		return nil
+	})
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new leader provides for a new namespace", func(ctx context.Context) error {
+		_, err := admin.CoreV1().ServiceAccounts("after").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+	if !strings.Contains(standby.Output(), "controller manager: leading") {
+		t.Errorf("the standby does not say it leads:\n%s", standby.Output())
+	}
+}

@@ -1,0 +1,178 @@
+package rbac
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+)
+
+// The controller manager's identities. Its own certificate
+// (ControllerManagerUser) may do one thing: obtain tokens for the
+// ServiceAccounts below, in kube-system. Each controller then writes as
+// its own ServiceAccount with its own role; the informers the controllers
+// share read as SharedInformersServiceAccount, which may read no Secret;
+// leader election holds its Lease as LeaderElectionServiceAccount. A
+// controller's compromise (or bug) reaches its role, not all of them.
+const (
+	// ControllersNamespace holds the controllers' ServiceAccounts.
+	ControllersNamespace = "kube-system"
+	// SharedInformersServiceAccount lists and watches, for every
+	// controller, what the controllers read.
+	SharedInformersServiceAccount = "shared-informers"
+	// LeaderElectionServiceAccount holds the controller manager's Lease,
+	// kube-system/kube-controller-manager.
+	LeaderElectionServiceAccount = "kube-controller-manager"
+	// ControllerManagerLease is the Lease the controller manager's
+	// instances elect their leader by.
+	ControllerManagerLease = "kube-controller-manager"
+)
+
+// Controller is one controller's identity: its ServiceAccount in
+// kube-system, and the rules of its ClusterRole
+// system:controller:<ServiceAccount>.
+type Controller struct {
+	// Name is how the controller is named to --controllers.
+	Name           string
+	ServiceAccount string
+	Rules          []rbacv1.PolicyRule
+}
+
+// Controllers are the controllers' identities, each a fresh copy. The
+// rules are kube's bootstrap policy for the controller, narrowed to what
+// trustplane's controller does: the reads are the shared informers',
+// not the controller's.
+func Controllers() []Controller {
+	return []Controller{
+		{
+			// Gives each namespace its "default" ServiceAccount.
+			Name:           "serviceaccount",
+			ServiceAccount: "service-account-controller",
+			Rules:          rules(newRule("create").groups(coreGroup).resources("serviceaccounts")),
+		},
+		{
+			// Publishes the cluster CA as kube-root-ca.crt in each
+			// namespace; it may rewrite no other ConfigMap.
+			Name:           "root-ca-cert-publisher",
+			ServiceAccount: "root-ca-cert-publisher",
+			Rules: rules(
+				newRule("create").groups(coreGroup).resources("configmaps"),
+				newRule("update").groups(coreGroup).resources("configmaps").names("kube-root-ca.crt"),
+			),
+		},
+	}
+}
+
+// ControllerRole is the name of a controller's ClusterRole.
+func ControllerRole(serviceAccount string) string { return "system:controller:" + serviceAccount }
+
+// sharedInformersRules are what the controllers' informers read: no
+// Secrets.
+func sharedInformersRules() []rbacv1.PolicyRule {
+	return rules(newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps"))
+}
+
+// controllerPolicy is the ClusterRoles and ClusterRoleBindings of the
+// controllers and of the shared informers.
+func controllerPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
+	var roles []*rbacv1.ClusterRole
+	var bindings []*rbacv1.ClusterRoleBinding
+	add := func(sa string, r []rbacv1.PolicyRule) {
+		role := clusterRole(ControllerRole(sa))
+		role.Rules = r
+		roles = append(roles, role)
+		bindings = append(bindings, clusterRoleBinding(ControllerRole(sa), ControllerRole(sa), serviceAccountSubject(ControllersNamespace, sa)))
+	}
+	for _, c := range Controllers() {
+		add(c.ServiceAccount, c.Rules)
+	}
+	add(SharedInformersServiceAccount, sharedInformersRules())
+	return roles, bindings
+}
+
+// ControllerServiceAccounts are the ServiceAccounts in kube-system the
+// controller manager obtains tokens for.
+func ControllerServiceAccounts() []*corev1.ServiceAccount {
+	names := []string{SharedInformersServiceAccount, LeaderElectionServiceAccount}
+	for _, c := range Controllers() {
+		names = append(names, c.ServiceAccount)
+	}
+	out := make([]*corev1.ServiceAccount, 0, len(names))
+	for _, n := range names {
+		meta := bootstrapMeta(n)
+		meta.Namespace = ControllersNamespace
+		meta.Annotations = nil
+		out = append(out, &corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta,
+			// Its tokens are the controller manager's to request, not a
+			// pod's to mount.
+			AutomountServiceAccountToken: new(bool),
+		})
+	}
+	return out
+}
+
+// BootstrapNamespacedPolicy returns the Roles and RoleBindings in
+// kube-system trustplane creates on first start: the controller
+// manager's certificate may create tokens for the controllers'
+// ServiceAccounts there and nothing else; leader election may hold the
+// controller manager's Lease.
+func BootstrapNamespacedPolicy() ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
+	var names []string
+	for _, sa := range ControllerServiceAccounts() {
+		names = append(names, sa.Name)
+	}
+	tokens := role("system:kube-controller-manager:tokens",
+		newRule("create").groups(coreGroup).resources("serviceaccounts/token").names(names...))
+	// kube's own name for the Role of the controller manager's Lease.
+	leases := role("system::leader-locking-kube-controller-manager",
+		// A Lease is created without a name in the request, so create
+		// cannot be limited by resourceNames; everything after it can.
+		newRule("create").groups(coordinationGroup).resources("leases"),
+		newRule("get", "update").groups(coordinationGroup).resources("leases").names(ControllerManagerLease))
+	roles := []*rbacv1.Role{tokens, leases}
+	bindings := []*rbacv1.RoleBinding{
+		roleBinding(tokens.Name, tokens.Name, userSubject(ControllerManagerUser)),
+		roleBinding(leases.Name, leases.Name, serviceAccountSubject(ControllersNamespace, LeaderElectionServiceAccount)),
+	}
+	return roles, bindings
+}
+
+func rules(b ...ruleBuilder) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, len(b))
+	for i := range b {
+		out[i] = b[i].r
+	}
+	return out
+}
+
+func role(name string, r ...ruleBuilder) *rbacv1.Role {
+	meta := bootstrapMeta(name)
+	meta.Namespace = ControllersNamespace
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: meta,
+		Rules:      rules(r...),
+	}
+}
+
+func roleBinding(name, roleName string, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+	meta := bootstrapMeta(name)
+	meta.Namespace = ControllersNamespace
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName},
+		Subjects:   subjects,
+	}
+}
+
+func serviceAccountSubject(namespace, name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}
+}
+
+// ControllerUser is the user name a controller's token authenticates as.
+func ControllerUser(serviceAccount string) string {
+	return serviceaccount.MakeUsername(ControllersNamespace, serviceAccount)
+}
