@@ -10,7 +10,8 @@ import (
 
 // admissionChains are the mutating and the validating admission chains,
 // each in kube-apiserver's plugin order. A plugin is in the chain of each
-// interface it implements: the built-in plugins only validate; extra
+// interface it implements: of the built-in plugins, ServiceAccount
+// mutates (and validates), the others only validate; extra
 // plugins (the Rego stage, which mutates and validates, as kube's
 // admission webhooks) go last.
 func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
@@ -22,6 +23,10 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
+	serviceAccount, err := admission.NewServiceAccount(reader)
+	if err != nil {
+		return nil, nil, err
+	}
 	nodeRestriction, err := admission.NewNodeRestriction(reader)
 	if err != nil {
 		return nil, nil, err
@@ -30,7 +35,7 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
-	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, nodeRestriction, escalation}, extra...)
+	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, escalation}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

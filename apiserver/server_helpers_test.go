@@ -14,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/google/uuid"
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -126,7 +131,20 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 	})
 	ts := &testServer{url: "https://" + ln.Addr().String(), etcd: e, server: s, auditLog: auditLog}
 	ts.waitReady(t)
+	ts.defaultServiceAccount(t, metav1.NamespaceDefault)
 	return ts
+}
+
+// defaultServiceAccount gives namespace its "default" ServiceAccount, as
+// the controller manager does in a cluster, so that pods may be created
+// there; written to storage, it is no request of the test's.
+func (ts *testServer) defaultServiceAccount(t testing.TB, namespace string) {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: namespace, UID: types.UID(uuid.NewString())}}
+	err := ts.server.store.Create(context.Background(), serviceAccountsGR, storage.Key(serviceAccountsGR, namespace, "default"), sa)
+	if err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+		t.Fatal(err)
+	}
 }
 
 func (ts *testServer) waitReady(t testing.TB) {

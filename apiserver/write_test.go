@@ -296,6 +296,9 @@ func everyWriteRouteRefused(t *testing.T, refusedUser string, refuse serverOptio
 		if resp, body := send(adminClient, http.MethodPost, pathOf(res, ""), "application/json", mustJSON(obj)); resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create fixture %s: %d %s", res.GVK(), resp.StatusCode, body)
 		}
+		if res.GVR.Resource == "namespaces" {
+			ts.defaultServiceAccount(t, doorNS)
+		}
 	}
 
 	for _, c := range writeRouteCases(ts.server.registry) {

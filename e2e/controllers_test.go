@@ -75,6 +75,24 @@ func TestControllerManager(t *testing.T) {
 	}
 	waitFor(t, "the default ServiceAccount restored", hasDefault)
 
+	// A pod runs as the namespace's default ServiceAccount, with its
+	// token, the CA and the namespace mounted, as kube's admission does;
+	// one naming a ServiceAccount that does not exist is refused.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}
+	created, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := created.Spec.Containers[0].VolumeMounts
+	if created.Spec.ServiceAccountName != "default" || len(created.Spec.Volumes) != 1 || created.Spec.Volumes[0].Projected == nil ||
+		len(mounts) != 1 || mounts[0].MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" || !mounts[0].ReadOnly {
+		t.Errorf("the pod as created: serviceAccountName %q, volumes %+v, mounts %+v", created.Spec.ServiceAccountName, created.Spec.Volumes, mounts)
+	}
+	pod.Name, pod.Spec.ServiceAccountName = "ghost", "ghost"
+	if _, err := admin.CoreV1().Pods("team").Create(ctx, pod, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `serviceaccount "ghost" not found`) {
+		t.Errorf("a pod of a ServiceAccount that does not exist: %v, want 403", err)
+	}
+
 	ca := func(ctx context.Context) error {
 		cm, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		if err != nil {
@@ -95,7 +113,7 @@ func TestControllerManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "kube-root-ca.crt restored", func(ctx context.Context) error {
-		cm, err := admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		cm, err = admin.CoreV1().ConfigMaps("team").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

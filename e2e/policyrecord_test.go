@@ -121,7 +121,7 @@ func TestPolicyRecordReplaysKubectlTraffic(t *testing.T) {
 	}
 	report := string(stdout)
 	m := regexp.MustCompile(`recorded (\d+) cases into .*: \d+ allowed, \d+ warned, 2 denied`).FindStringSubmatch(report)
-	if m == nil || !strings.Contains(report, "skipped 1: no request body") {
+	if m == nil || !regexp.MustCompile(`skipped \d+: no request body`).MatchString(report) {
 		t.Errorf("policy record says:\n%s\n%s", report, stderr)
 	}
 	if !regexp.MustCompile(`replayed against .*: (\d+) of (\d+) cases reproduce`).MatchString(report) || strings.Contains(report, "not reproduced") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -68,16 +69,31 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			if err != nil {
 				return err
 			}
-			return runAPIServer(ctx, &o, logger, func() {
+			// The API server stops after the controller manager, which
+			// gives its Lease up on the way out.
+			serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopServer()
+			managerDone := make(chan struct{})
+			go func() {
+				<-ctx.Done()
+				select {
+				case <-managerDone:
+				case <-time.After(5 * time.Second):
+				}
+				stopServer()
+			}()
+			return runAPIServer(serverCtx, &o, logger, func() {
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "trustplane is up: API server at %s\n", f.serverURL())
 				fmt.Fprintf(out, "export KUBECONFIG=%s\n", abs)
 				if !runControllers {
+					close(managerDone)
 					return
 				}
 				// Over loopback TLS with its own identity, as if it ran
 				// elsewhere.
 				go func() {
+					defer close(managerDone)
 					kubeconfig := datadir.Layout{Dir: o.DataDir}.Kubeconfig("controller-manager")
 					if err := runControllerManager(ctx, kubeconfig, controllers.Names(), 5, logger.With("component", "controller-manager")); err != nil {
 						logger.Error("controller manager failed; stopping", "err", err)

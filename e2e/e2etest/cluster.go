@@ -3,10 +3,14 @@ package e2etest
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/etcd/etcdtest"
@@ -99,6 +103,35 @@ func (c *Cluster) Start(t testing.TB) {
 	c.URL = url
 	c.EtcdURL = "https://127.0.0.1:" + strconv.Itoa(ports[1])
 	checkKubeconfigServers(t, url, c.AdminConf(), c.Kubeconfig("scheduler"), c.Kubeconfig("controller-manager"))
+	if !slices.Contains(c.args, "--controllers=false") {
+		c.WaitForServiceAccount(t, metav1.NamespaceDefault)
+	}
+}
+
+// WaitForServiceAccount waits until the controller manager has given
+// namespace its default ServiceAccount, without which no pod may be
+// created there, as a kube cluster's tests wait for it.
+func (c *Cluster) WaitForServiceAccount(t testing.TB, namespace string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.AdminConf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(t.Context(), "default", metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no default ServiceAccount in %s within 30s: %v\n%s", namespace, err, c.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Stop stops the running process (see Process.Stop); the data directory
