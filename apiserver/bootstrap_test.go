@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/trustplane/trustplane/rbac"
 )
@@ -84,5 +86,32 @@ func TestSystemNamespaces(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("delete namespace %s: %v, want Forbidden", name, err)
 		}
+	}
+}
+
+// The namespace controller may list and delete every namespaced resource
+// the server serves, and so empty any namespace: a kind added to the
+// registry without a rule in its role would leave namespaces stuck in
+// Terminating.
+func TestNamespaceControllerCoversEveryNamespacedResource(t *testing.T) {
+	ts := startServer(t)
+	ctx := testContext(t)
+	u := &user.DefaultInfo{Name: rbac.ControllerUser("namespace-controller"), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated}}
+	n := 0
+	for _, res := range ts.server.registry.All() {
+		verbs := res.Verbs()
+		if !res.Namespaced || !slices.Contains(verbs, "list") || !slices.Contains(verbs, "deletecollection") {
+			continue
+		}
+		n++
+		for _, verb := range []string{"list", "deletecollection", "delete"} {
+			attrs := authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: res.GVR.Group, APIVersion: res.GVR.Version, Resource: res.GVR.Resource, Namespace: "team", ResourceRequest: true}
+			if d, reason, err := ts.server.authz.Authorize(ctx, attrs); d != authorizer.DecisionAllow {
+				t.Errorf("the namespace controller may not %s %s: %s %v", verb, res.GVR.GroupResource(), reason, err)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("%d namespaced resources checked; the server serves more", n)
 	}
 }

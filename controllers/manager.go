@@ -28,8 +28,10 @@ type runner func(ctx context.Context, workers int)
 
 // controllerContext is what a controller is built with.
 type controllerContext struct {
-	// client is the controller's own identity.
+	// client is the controller's own identity, and config its
+	// configuration, for the clients a controller makes itself.
 	client kubernetes.Interface
+	config *rest.Config
 	// informers are shared by every controller.
 	informers informers.SharedInformerFactory
 	logger    *slog.Logger
@@ -43,6 +45,7 @@ type controllerContext struct {
 var controllers = map[string]func(*controllerContext) (runner, error){
 	"serviceaccount":         newServiceAccountController,
 	"root-ca-cert-publisher": newRootCAPublisher,
+	"namespace":              newNamespaceController,
 }
 
 // Names are the names of every controller, sorted.
@@ -127,10 +130,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	clientAs := func(sa string) (kubernetes.Interface, error) {
-		return kubernetes.NewForConfig(configAs(o.Config, manager, sa))
+	clientAs := func(sa string) (kubernetes.Interface, *rest.Config, error) {
+		cfg := configAs(o.Config, manager, sa)
+		cs, err := kubernetes.NewForConfig(cfg)
+		return cs, cfg, err
 	}
-	leaderClient, err := clientAs(rbac.LeaderElectionServiceAccount)
+	leaderClient, _, err := clientAs(rbac.LeaderElectionServiceAccount)
 	if err != nil {
 		return err
 	}
@@ -174,10 +179,10 @@ func Run(ctx context.Context, o Options) error {
 
 // runControllers runs the chosen controllers over informers shared by
 // all, until ctx is done.
-func runControllers(ctx context.Context, o Options, clientAs func(string) (kubernetes.Interface, error), rootCA []byte) error {
+func runControllers(ctx context.Context, o Options, clientAs func(string) (kubernetes.Interface, *rest.Config, error), rootCA []byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	informerClient, err := clientAs(rbac.SharedInformersServiceAccount)
+	informerClient, _, err := clientAs(rbac.SharedInformersServiceAccount)
 	if err != nil {
 		return err
 	}
@@ -188,11 +193,11 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 	}
 	var runners []runner
 	for _, name := range o.Controllers {
-		client, err := clientAs(accounts[name])
+		client, cfg, err := clientAs(accounts[name])
 		if err != nil {
 			return err
 		}
-		run, err := controllers[name](&controllerContext{client: client, informers: factory, logger: o.Logger, rootCA: rootCA})
+		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA})
 		if err != nil {
 			return err
 		}

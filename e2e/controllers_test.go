@@ -28,11 +28,32 @@ func clientFor(t *testing.T, kubeconfig string) (kubernetes.Interface, *rest.Con
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A test is a busy client: client-go's default of 5 requests a second
+	// would be what it measures.
+	cfg.QPS, cfg.Burst = 500, 1000
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs, cfg
+}
+
+// tokenClient is a clientset with a token, obtained by admin, of the
+// ServiceAccount kube-system/sa: a controller's identity.
+func tokenClient(t *testing.T, admin kubernetes.Interface, adminCfg *rest.Config, sa string) kubernetes.Interface {
+	t.Helper()
+	secs := int64(600)
+	tr, err := admin.CoreV1().ServiceAccounts("kube-system").CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(adminCfg)
+	cfg.BearerToken = tr.Status.Token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // waitFor polls cond every 100ms until it holds or 20s have passed.
@@ -179,20 +200,7 @@ func TestControllerIdentities(t *testing.T) {
 	_, err = manager.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
 	forbidden("the controller manager creates a pod", err)
 
-	as := func(sa string) kubernetes.Interface {
-		t.Helper()
-		token, err := tokenFor(admin, "kube-system", sa)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := rest.AnonymousClientConfig(adminCfg)
-		cfg.BearerToken = token
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
+	as := func(sa string) kubernetes.Interface { return tokenClient(t, admin, adminCfg, sa) }
 	sa := as("service-account-controller")
 	_, err = sa.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 	forbidden("the ServiceAccount controller lists Secrets", err)

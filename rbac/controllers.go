@@ -51,6 +51,25 @@ func Controllers() []Controller {
 			Rules:          rules(newRule("create").groups(coreGroup).resources("serviceaccounts")),
 		},
 		{
+			// Empties a namespace being deleted, kind by kind, through the
+			// API, then lets it go. It must list what it deletes; it reads
+			// only metadata (the client asks for PartialObjectMetadata),
+			// Secrets included. The resources are named, not "*": a kind
+			// added to the server must be added here (a test of the
+			// server's checks it).
+			Name:           "namespace",
+			ServiceAccount: "namespace-controller",
+			Rules: rules(
+				newRule("list", "delete", "deletecollection").groups(coreGroup).
+					resources("configmaps", "secrets", "pods", "serviceaccounts", "events"),
+				newRule("list", "delete", "deletecollection").groups(eventsGroup).resources("events"),
+				newRule("list", "delete", "deletecollection").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "delete", "deletecollection").groups(coordinationGroup).resources("leases"),
+				newRule("list", "delete", "deletecollection").groups(rbacGroup).resources("roles", "rolebindings"),
+				newRule("update").groups(coreGroup).resources("namespaces/finalize", "namespaces/status"),
+			),
+		},
+		{
 			// Publishes the cluster CA as kube-root-ca.crt in each
 			// namespace; it may rewrite no other ConfigMap.
 			Name:           "root-ca-cert-publisher",

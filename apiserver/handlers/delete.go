@@ -91,7 +91,7 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		if current == nil || grace >= *current {
 			return old, nil
 		}
-		if grace == 0 && len(oldAccessor.GetFinalizers()) == 0 {
+		if grace == 0 && !finalizing(old) {
 			if !dry {
 				if err := h.deleteStored(ctx, q, name, rev); err != nil {
 					return nil, q.storageError(err, name)
@@ -109,7 +109,7 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		}
 		return old, nil
 	}
-	if len(oldAccessor.GetFinalizers()) > 0 || grace > 0 {
+	if finalizing(old) || grace > 0 {
 		// Graceful deletion: mark the object; its finalizers (or the node
 		// agent, for a pod) finish it.
 		at := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
@@ -131,6 +131,17 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		}
 	}
 	return deletedStatus(q, name, oldAccessor), nil
+}
+
+// finalizing reports whether a finalizer holds obj once deleted: one of
+// its own, or for a namespace one of spec.finalizers ("kubernetes", which
+// the namespace controller removes once the namespace is empty).
+func finalizing(obj runtime.Object) bool {
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return true
+	}
+	accessor, err := meta.Accessor(obj)
+	return err == nil && len(accessor.GetFinalizers()) > 0
 }
 
 // deletedStatus is the answer to a delete that removed the object.
@@ -208,9 +219,12 @@ func (h *Handler) deleteCollectionRoute(q *scope) *writeRoute {
 	return route
 }
 
-// deleteStored removes a stored object at revision rev. A namespace goes
-// with everything in it, in one transaction, so nothing is left behind in
-// a namespace that no longer exists.
+// deleteStored removes a stored object at revision rev. A namespace's
+// content is deleted, object by object, through the API by the namespace
+// controller before its "kubernetes" finalizer lets it go; what is left
+// then (an administrator finalized it by hand) goes in the same
+// transaction as the namespace, so that no old object, a Secret least of
+// all, comes back in a namespace created later under the same name.
 func (h *Handler) deleteStored(ctx context.Context, q *scope, name string, rev int64) error {
 	var prefixes []string
 	if q.res.GVR.Resource == "namespaces" && q.res.GVR.Group == "" {

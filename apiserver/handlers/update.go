@@ -179,7 +179,7 @@ func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *atte
 			return nil, err
 		}
 		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
-		if accessor.GetDeletionTimestamp() != nil && len(accessor.GetFinalizers()) == 0 && gracePeriodOver(accessor) {
+		if accessor.GetDeletionTimestamp() != nil && !finalizing(a.obj) && gracePeriodOver(accessor) {
 			// The last finalizer is gone: the deletion completes.
 			err = h.deleteStored(ctx, q, q.name, rev)
 		} else {
