@@ -49,10 +49,11 @@ func TestSelect(t *testing.T) {
 	}{
 		{list: nil, want: Names()},
 		{list: []string{"*"}, want: Names()},
-		{list: []string{"*", "-serviceaccount"}, want: []string{"root-ca-cert-publisher"}},
-		{list: []string{"-serviceaccount", "*"}, want: []string{"root-ca-cert-publisher"}},
+		{list: []string{"*", "-serviceaccount"}, want: []string{"replicaset", "root-ca-cert-publisher"}},
+		{list: []string{"-serviceaccount", "*"}, want: []string{"replicaset", "root-ca-cert-publisher"}},
 		{list: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
-		{list: []string{"replicaset"}, wantErr: `unknown controller "replicaset"`},
+		{list: []string{"replicaset", "-replicaset"}, want: nil},
+		{list: []string{"deployment"}, wantErr: `unknown controller "deployment"`},
 	} {
 		got, err := Select(tc.list)
 		if tc.wantErr != "" {
