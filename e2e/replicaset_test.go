@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -159,15 +162,12 @@ func waitReplicas(t *testing.T, cs kubernetes.Interface, rs *appsv1.ReplicaSet, 
 }
 
 // scale sets rs's replicas through the scale subresource, as kubectl
-// scale and autoscalers do.
+// scale and autoscalers do; a patch, so that the controller's status
+// writes meanwhile are no conflict.
 func scale(t *testing.T, cs kubernetes.Interface, rs *appsv1.ReplicaSet, n int32) {
 	t.Helper()
-	s, err := cs.AppsV1().ReplicaSets(rs.Namespace).GetScale(t.Context(), rs.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Replicas = n
-	if _, err := cs.AppsV1().ReplicaSets(rs.Namespace).UpdateScale(t.Context(), rs.Name, s, metav1.UpdateOptions{}); err != nil {
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+	if _, err := cs.AppsV1().ReplicaSets(rs.Namespace).Patch(t.Context(), rs.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "scale"); err != nil {
 		t.Fatalf("scale %s to %d: %v", rs.Name, n, err)
 	}
 }
@@ -340,6 +340,78 @@ func names(pods []corev1.Pod) []string {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// slowPodsPolicy makes every create of a pod labelled slow=yes take a
+// while (it counts a range of numbers) and admits it: the API server then
+// answers the controller's creates slowly, and their watch events trail
+// behind, while the ReplicaSet is changed again and again.
+const slowPodsPolicy = `package kubernetes.admission
+
+deny contains msg if {
+	input.request.kind.kind == "Pod"
+	input.request.operation == "CREATE"
+	input.request.object.metadata.labels.slow == "yes"
+	count([x | some x in numbers.range(1, 20000); x < 0]) > 0
+	msg := "never"
+}
+`
+
+// While its creates are slow and the ReplicaSet is changed under it many
+// times (each change a sync), the controller never holds more pods than
+// it was asked for, as a watch of every pod records throughout. This
+// checks the outcome, not the expectations themselves: on a quiet
+// loopback the informer sees each pod within milliseconds, and a
+// controller without them did not overshoot here either (see
+// TestExpectations for those).
+func TestReplicaSetSlowCreates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t)
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	if err := os.WriteFile(filepath.Join(c.Dir, "policies", "slow-pods.rego"), []byte(slowPodsPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "slow"
+	createNamespace(t, c, admin, ns)
+	// The policy directory is read every two seconds; the policy admits
+	// every pod, so its reload is the one sign that it is in force.
+	waitFor(t, "the slow policy loaded", func(context.Context) error {
+		for _, line := range strings.Split(c.Output(), "\n") {
+			if strings.Contains(line, "admission policies reloaded") && strings.Contains(line, "slow-pods") {
+				return nil
+			}
+		}
+		return errors.New("not reloaded")
+	})
+	rec := recordPods(t, admin, ns)
+	rsClient := admin.AppsV1().ReplicaSets(ns)
+	slow := func(tmpl *corev1.PodTemplateSpec) { tmpl.Labels["slow"] = "yes" }
+
+	for round, replicas := range []int32{20, 7, 30} {
+		name := fmt.Sprintf("slow-%d", round)
+		rs, err := rsClient.Create(ctx, newReplicaSet(name, replicas, slow), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every change to the ReplicaSet is a sync of it while its
+		// creates are under way.
+		for i := range 20 {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"touch":"%d"}}}`, i)
+			if _, err := rsClient.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitReplicas(t, admin, rs, int(replicas))
+		scale(t, admin, rs, 0)
+		scale(t, admin, rs, replicas)
+		waitReplicas(t, admin, rs, int(replicas))
+		if most := rec.mostPods(rs.UID); most != int(replicas) {
+			t.Errorf("replicaset %s of %d replicas held at most %d pods at once", name, replicas, most)
+		}
+	}
+}
+
 // A create that admission refuses is the ReplicaSet's ReplicaFailure
 // condition, gone once the creates are admitted.
 func TestReplicaSetFailure(t *testing.T) {
@@ -446,4 +518,30 @@ func TestReplicaSetControllerIdentity(t *testing.T) {
 	forbidden("update a ReplicaSet's spec", err)
 	_, err = rsc.CoreV1().Pods("default").UpdateStatus(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.UpdateOptions{})
 	forbidden("update a pod's status", err)
+}
+
+// Stock kubectl scales a ReplicaSet to nothing and back.
+func TestReplicaSetKubectlScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	k := newKubectl(t, kubectlVersions[0])
+	c := e2etest.StartCluster(t)
+	admin, _ := clientFor(t, c.AdminConf())
+	rs, err := admin.AppsV1().ReplicaSets("default").Create(t.Context(), newReplicaSet("web", 3, nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, admin, rs, 3)
+	for _, n := range []int{0, 4} {
+		res := k.run(t, c.AdminConf(), "scale", "rs", "web", fmt.Sprintf("--replicas=%d", n))
+		if res.exit != 0 || !strings.Contains(res.stdout, "replicaset.apps/web scaled") {
+			t.Fatalf("kubectl scale rs web --replicas=%d: exit %d, stdout %q, stderr %q", n, res.exit, res.stdout, res.stderr)
+		}
+		waitReplicas(t, admin, rs, n)
+	}
+	res := k.run(t, c.AdminConf(), "get", "rs", "web", "--no-headers")
+	if f := strings.Fields(res.stdout); res.exit != 0 || len(f) < 3 || f[1] != "4" || f[2] != "4" {
+		t.Errorf("kubectl get rs web: exit %d, stdout %q; want DESIRED 4 CURRENT 4", res.exit, res.stdout)
+	}
 }
