@@ -46,6 +46,7 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"serviceaccount":         newServiceAccountController,
 	"root-ca-cert-publisher": newRootCAPublisher,
 	"namespace":              newNamespaceController,
+	"replicaset":             newReplicaSetController,
 }
 
 // Names are the names of every controller, sorted.
@@ -94,7 +95,8 @@ func Select(list []string) ([]string, error) {
 // Options configure the controller manager.
 type Options struct {
 	// Config is the controller manager's own identity, with which it
-	// obtains the controllers' tokens and nothing else.
+	// obtains the controllers' tokens and nothing else. Its QPS and
+	// Burst, when zero, are kube-controller-manager's: 20 and 30.
 	Config *rest.Config
 	// Controllers are the names of the controllers to run (Select).
 	Controllers []string
@@ -119,6 +121,13 @@ func Run(ctx context.Context, o Options) error {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Workers = max(o.Workers, 1)
+	// Each controller's client is limited to this rate, client-go's
+	// default of 5 requests per second unless set: too slow for a
+	// ReplicaSet of hundreds of pods. kube-controller-manager's defaults
+	// (--kube-api-qps, --kube-api-burst).
+	o.Config = rest.CopyConfig(o.Config)
+	o.Config.QPS = cmp.Or(o.Config.QPS, 20)
+	o.Config.Burst = cmp.Or(o.Config.Burst, 30)
 	rootCA := o.Config.CAData
 	if len(rootCA) == 0 && o.Config.CAFile != "" {
 		var err error

@@ -53,7 +53,8 @@ func TestSelect(t *testing.T) {
 		{list: []string{"*", "-serviceaccount"}, want: allBut},
 		{list: []string{"-serviceaccount", "*"}, want: allBut},
 		{list: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
-		{list: []string{"replicaset"}, wantErr: `unknown controller "replicaset"`},
+		{list: []string{"replicaset", "-replicaset"}, want: nil},
+		{list: []string{"deployment"}, wantErr: `unknown controller "deployment"`},
 	} {
 		got, err := Select(tc.list)
 		if tc.wantErr != "" {

@@ -22,7 +22,7 @@ import (
 )
 
 // clientFor is a clientset with the identity of a kubeconfig.
-func clientFor(t *testing.T, kubeconfig string) (kubernetes.Interface, *rest.Config) {
+func clientFor(t testing.TB, kubeconfig string) (kubernetes.Interface, *rest.Config) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:shared-informers"}
+	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:shared-informers"}
 	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
 		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
 	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
@@ -190,6 +190,7 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	}
 	leader, informers := serviceAccount(LeaderElectionServiceAccount), serviceAccount(SharedInformersServiceAccount)
 	saController, publisher := serviceAccount("service-account-controller"), serviceAccount("root-ca-cert-publisher")
+	rsController := serviceAccount("replicaset-controller")
 	alice := testUser("alice", user.AllAuthenticated)
 	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
 	root := testUser("root", "system:masters", user.AllAuthenticated)
@@ -246,6 +247,20 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		{name: "the service account controller creates a pod", attrs: resourceRequest(saController, "create", "", "pods", "team", "")},
 		{name: "the publisher updates kube-root-ca.crt", attrs: resourceRequest(publisher, "update", "", "configmaps", "team", "kube-root-ca.crt"), allow: true},
 		{name: "the publisher rewrites another configmap", attrs: resourceRequest(publisher, "update", "", "configmaps", "team", "app-config")},
+		{name: "shared informers watch pods", attrs: resourceRequest(informers, "watch", "", "pods", "", ""), allow: true},
+		{name: "shared informers list replicasets", attrs: resourceRequest(informers, "list", "apps", "replicasets", "", ""), allow: true},
+		{name: "shared informers get a pod", attrs: resourceRequest(informers, "get", "", "pods", "team", "web")},
+		{name: "the replicaset controller creates a pod", attrs: resourceRequest(rsController, "create", "", "pods", "team", ""), allow: true},
+		{name: "the replicaset controller deletes a pod", attrs: resourceRequest(rsController, "delete", "", "pods", "team", "web-x"), allow: true},
+		{name: "the replicaset controller adopts a pod", attrs: resourceRequest(rsController, "patch", "", "pods", "team", "web-x"), allow: true},
+		{name: "the replicaset controller writes status", attrs: resourceRequest(rsController, "update", "apps", "replicasets/status", "team", "web"), allow: true},
+		{name: "the replicaset controller rechecks a replicaset", attrs: resourceRequest(rsController, "get", "apps", "replicasets", "team", "web"), allow: true},
+		{name: "the replicaset controller scales a replicaset", attrs: resourceRequest(rsController, "update", "apps", "replicasets", "team", "web")},
+		{name: "the replicaset controller updates a pod", attrs: resourceRequest(rsController, "update", "", "pods", "team", "web-x")},
+		{name: "the replicaset controller writes pod status", attrs: resourceRequest(rsController, "patch", "", "pods/status", "team", "web-x")},
+		{name: "the replicaset controller execs into a pod", attrs: resourceRequest(rsController, "create", "", "pods/exec", "team", "web-x")},
+		{name: "the replicaset controller gets a secret", attrs: resourceRequest(rsController, "get", "", "secrets", "team", "tls")},
+		{name: "the replicaset controller deletes a node", attrs: resourceRequest(rsController, "delete", "", "nodes", "", "n1")},
 
 		{name: "user reads /api", attrs: pathRequest(alice, "get", "/api"), allow: true,
 			reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},

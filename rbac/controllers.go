@@ -79,6 +79,20 @@ func Controllers() []Controller {
 				newRule("update").groups(coreGroup).resources("configmaps").names("kube-root-ca.crt"),
 			),
 		},
+		{
+			// Keeps each ReplicaSet's pods at its replicas: creates and
+			// deletes them, patches their ownerReferences to adopt and
+			// release them, and writes the ReplicaSet's status. Its one
+			// read of its own: the ReplicaSet, from the API server rather
+			// than the cache, before it adopts a pod.
+			Name:           "replicaset",
+			ServiceAccount: "replicaset-controller",
+			Rules: rules(
+				newRule("create", "delete", "patch").groups(coreGroup).resources("pods"),
+				newRule("get").groups(appsGroup).resources("replicasets"),
+				newRule("update").groups(appsGroup).resources("replicasets/status"),
+			),
+		},
 	}
 }
 
@@ -88,7 +102,10 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 // sharedInformersRules are what the controllers' informers read: no
 // Secrets.
 func sharedInformersRules() []rbacv1.PolicyRule {
-	return rules(newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps"))
+	return rules(
+		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods"),
+		newRule("list", "watch").groups(appsGroup).resources("replicasets"),
+	)
 }
 
 // controllerPolicy is the ClusterRoles and ClusterRoleBindings of the
