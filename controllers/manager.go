@@ -43,6 +43,7 @@ type controllerContext struct {
 var controllers = map[string]func(*controllerContext) (runner, error){
 	"serviceaccount":         newServiceAccountController,
 	"root-ca-cert-publisher": newRootCAPublisher,
+	"deployment":             newDeploymentController,
 }
 
 // Names are the names of every controller, sorted.

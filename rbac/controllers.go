@@ -60,6 +60,20 @@ func Controllers() []Controller {
 				newRule("update").groups(coreGroup).resources("configmaps").names("kube-root-ca.crt"),
 			),
 		},
+		{
+			// Rolls Deployments out through their ReplicaSets. It
+			// patches a Deployment only for its revision annotation,
+			// which this server, unlike kube's, does not take through
+			// the status subresource; it creates no pods.
+			Name:           "deployment",
+			ServiceAccount: "deployment-controller",
+			Rules: rules(
+				newRule("create", "update", "patch", "delete").groups(appsGroup).resources("replicasets"),
+				newRule("update").groups(appsGroup).resources("deployments/status"),
+				newRule("patch").groups(appsGroup).resources("deployments"),
+				newRule("create", "patch").groups(coreGroup).resources("events"),
+			),
+		},
 	}
 }
 
@@ -69,7 +83,10 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 // sharedInformersRules are what the controllers' informers read: no
 // Secrets.
 func sharedInformersRules() []rbacv1.PolicyRule {
-	return rules(newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps"))
+	return rules(
+		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
+	)
 }
 
 // controllerPolicy is the ClusterRoles and ClusterRoleBindings of the
