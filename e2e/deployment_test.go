@@ -325,6 +325,21 @@ func TestDeployments(t *testing.T) {
 			t.Errorf("scaled to 4: ReplicaSets %v", rss)
 		}
 
+		// kube's events, which `kubectl describe` shows.
+		waitFor(t, "a ScalingReplicaSet event", func(ctx context.Context) error {
+			events, err := admin.CoreV1().Events("roll").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, ev := range events.Items {
+				if ev.Reason == "ScalingReplicaSet" && ev.InvolvedObject.Kind == "Deployment" && ev.InvolvedObject.Name == "web" &&
+					ev.Source.Component == "deployment-controller" && strings.HasPrefix(ev.Message, "Scaled down replica set web-") {
+					return nil
+				}
+			}
+			return fmt.Errorf("%d events, none of scaling down", len(events.Items))
+		})
+
 		writers := map[string]string{}
 		for _, ev := range readAudit(t, c.AuditLog()) {
 			if ev.ObjectRef != nil && ev.ObjectRef.Namespace == "roll" && ev.ObjectRef.Resource == "replicasets" && ev.ObjectRef.Subresource == "" && ev.Verb == "create" {
