@@ -181,6 +181,12 @@ func (dc *deploymentController) sync(ctx context.Context, key string) error {
 		return err
 	}
 	d := cached.DeepCopy()
+	if d.Spec.Replicas == nil {
+		// The server defaults replicas; the arithmetic below counts on
+		// them, and a panic would stop every controller.
+		dc.logger.Error("deployment without defaults", "deployment", key)
+		return nil
+	}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		// Validation refuses such a selector; nothing to retry.
@@ -239,6 +245,10 @@ func (dc *deploymentController) claimReplicaSets(ctx context.Context, d *appsv1.
 	}
 	var owned []*appsv1.ReplicaSet
 	for _, rs := range all {
+		if rs.Spec.Replicas == nil {
+			// Never so from this server, which defaults replicas.
+			continue
+		}
 		ref := metav1.GetControllerOf(rs)
 		matches := selector.Matches(labels.Set(rs.Labels))
 		switch {

@@ -455,12 +455,21 @@ func TestDeployments(t *testing.T) {
 			if c := condition(cur, appsv1.DeploymentProgressing); c == nil || c.Status != corev1.ConditionFalse || c.Reason != "ProgressDeadlineExceeded" {
 				return fmt.Errorf("Progressing %+v", c)
 			}
-			// The old pods stay available throughout.
-			if cur.Status.AvailableReplicas < 1 {
+			// maxUnavailable 25% of 2 is none: the old pods stay.
+			if cur.Status.AvailableReplicas != 2 {
 				return fmt.Errorf("available %d", cur.Status.AvailableReplicas)
 			}
 			return nil
 		})
+
+		// A fixed template replaces the broken one: its pods, never
+		// available, go first, and the rollout completes again.
+		setImage(t, admin, "deadline", "web", "registry.example/web:3")
+		d = rolledOut(t, admin, "deadline", "web")
+		rss := replicaSetsOf(t, admin, d)
+		if len(rss) != 3 || *rss["2"].Spec.Replicas != 0 || *rss["1"].Spec.Replicas != 0 || *rss["3"].Spec.Replicas != 2 {
+			t.Errorf("after the fix: ReplicaSets by revision %v", slices.Sorted(maps.Keys(rss)))
+		}
 	})
 
 	// An orphan ReplicaSet the selector matches is adopted (here it is
