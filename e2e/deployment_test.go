@@ -472,6 +472,45 @@ func TestDeployments(t *testing.T) {
 		}
 	})
 
+	// Scaled while a rollout is stuck, the ReplicaSets share the new
+	// size in proportion to theirs, within the new maxSurge: from 4
+	// replicas (old 4, new 1 of a surge of 25%, none unavailable) to 8
+	// (a surge of 2, 10 in all), old 8 and new 2.
+	t.Run("proportional scaling", func(t *testing.T) {
+		ctx := t.Context()
+		createNamespace(t, admin, "proportional")
+		d := deployment("web", 4, "registry.example/web:1")
+		quarter, none := intstr.FromString("25%"), intstr.FromInt32(0)
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &quarter, MaxUnavailable: &none}}
+		if _, err := admin.AppsV1().Deployments("proportional").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rolledOut(t, admin, "proportional", "web")
+		setImage(t, admin, "proportional", "web", brokenImage)
+		sizes := func(want map[string]int32) func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				cur, err := admin.AppsV1().Deployments("proportional").Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				got := map[string]int32{}
+				for rev, rs := range replicaSetsOf(t, admin, cur) {
+					got[rev] = *rs.Spec.Replicas
+				}
+				if !maps.Equal(got, want) {
+					return fmt.Errorf("ReplicaSets' replicas by revision %v, want %v", got, want)
+				}
+				return nil
+			}
+		}
+		waitFor(t, "the rollout stuck at one new replica", sizes(map[string]int32{"1": 4, "2": 1}))
+		if _, err := admin.AppsV1().Deployments("proportional").Patch(ctx, "web", "application/merge-patch+json", []byte(`{"spec":{"replicas":8}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "scaled in proportion", sizes(map[string]int32{"1": 8, "2": 2}))
+	})
+
 	// An orphan ReplicaSet the selector matches is adopted (here it is
 	// of the Deployment's template, so no other is made); one another
 	// controller owns is left alone.
