@@ -47,6 +47,7 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"root-ca-cert-publisher": newRootCAPublisher,
 	"namespace":              newNamespaceController,
 	"replicaset":             newReplicaSetController,
+	"deployment":             newDeploymentController,
 }
 
 // Names are the names of every controller, sorted.

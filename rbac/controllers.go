@@ -93,6 +93,20 @@ func Controllers() []Controller {
 				newRule("update").groups(appsGroup).resources("replicasets/status"),
 			),
 		},
+		{
+			// Rolls Deployments out through their ReplicaSets. It
+			// patches a Deployment only for its revision annotation,
+			// which this server, unlike kube's, does not take through
+			// the status subresource; it creates no pods.
+			Name:           "deployment",
+			ServiceAccount: "deployment-controller",
+			Rules: rules(
+				newRule("create", "update", "patch", "delete").groups(appsGroup).resources("replicasets"),
+				newRule("update").groups(appsGroup).resources("deployments/status"),
+				newRule("patch").groups(appsGroup).resources("deployments"),
+				newRule("create", "patch").groups(coreGroup).resources("events"),
+			),
+		},
 	}
 }
 
@@ -104,7 +118,7 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
 		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods"),
-		newRule("list", "watch").groups(appsGroup).resources("replicasets"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
 	)
 }
 

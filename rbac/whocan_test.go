@@ -145,6 +145,7 @@ var whoCanCases = []struct {
 	{name: "update deployment status in a", attrs: resourceRequest(nil, "update", "apps", "deployments/status", "a", "web"), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
 		rbGrant(serviceAccountSubject("a", "controller"), "a", "status", "ClusterRole", "status-writer"),
+		crbGrant(serviceAccountSubject(ControllersNamespace, "deployment-controller"), ControllerRole("deployment-controller"), ControllerRole("deployment-controller")),
 	}},
 	{name: "update node status", attrs: resourceRequest(nil, "update", "", "nodes/status", "", "n1")},
 	{name: "get nodes", attrs: resourceRequest(nil, "get", "", "nodes", "", "n1")},
