@@ -240,7 +240,9 @@ func replicaSetsOf(t *testing.T, client kubernetes.Interface, d *appsv1.Deployme
 	return out
 }
 
-func createNamespace(t *testing.T, client kubernetes.Interface, name string) {
+// newNamespace creates a namespace, without waiting for its ServiceAccount:
+// these tests create no pods.
+func newNamespace(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
 	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -271,7 +273,7 @@ func TestDeployments(t *testing.T) {
 	// unavailable (rounded down).
 	t.Run("rolling update", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "roll")
+		newNamespace(t, admin, "roll")
 		d := deployment("web", 10, "registry.example/web:1")
 		quarter := intstr.FromString("25%")
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -354,7 +356,7 @@ func TestDeployments(t *testing.T) {
 	// Recreate stops every old pod before the new ReplicaSet is made.
 	t.Run("recreate", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "recreate")
+		newNamespace(t, admin, "recreate")
 		d := deployment("web", 3, "registry.example/web:1")
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 		if _, err := admin.AppsV1().Deployments("recreate").Create(ctx, d, metav1.CreateOptions{}); err != nil {
@@ -402,7 +404,7 @@ func TestDeployments(t *testing.T) {
 	// A paused Deployment does not roll; resumed, it does.
 	t.Run("pause and resume", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "paused")
+		newNamespace(t, admin, "paused")
 		d := deployment("web", 2, "registry.example/web:1")
 		if _, err := admin.AppsV1().Deployments("paused").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -439,7 +441,7 @@ func TestDeployments(t *testing.T) {
 	// reported as failed.
 	t.Run("progress deadline", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "deadline")
+		newNamespace(t, admin, "deadline")
 		d := deployment("web", 2, "registry.example/web:1")
 		d.Spec.ProgressDeadlineSeconds = new(int32(2))
 		if _, err := admin.AppsV1().Deployments("deadline").Create(ctx, d, metav1.CreateOptions{}); err != nil {
@@ -478,7 +480,7 @@ func TestDeployments(t *testing.T) {
 	// (a surge of 2, 10 in all), old 8 and new 2.
 	t.Run("proportional scaling", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "proportional")
+		newNamespace(t, admin, "proportional")
 		d := deployment("web", 4, "registry.example/web:1")
 		quarter, none := intstr.FromString("25%"), intstr.FromInt32(0)
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -516,7 +518,7 @@ func TestDeployments(t *testing.T) {
 	// controller owns is left alone.
 	t.Run("adoption", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "adopt")
+		newNamespace(t, admin, "adopt")
 		d := deployment("web", 2, "registry.example/web:1")
 		orphan := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: d.Spec.Template.Labels},
@@ -561,7 +563,7 @@ func TestDeployments(t *testing.T) {
 	// are deleted.
 	t.Run("revision history limit", func(t *testing.T) {
 		ctx := t.Context()
-		createNamespace(t, admin, "history")
+		newNamespace(t, admin, "history")
 		d := deployment("web", 1, "registry.example/web:1")
 		d.Spec.RevisionHistoryLimit = new(int32(1))
 		if _, err := admin.AppsV1().Deployments("history").Create(ctx, d, metav1.CreateOptions{}); err != nil {
