@@ -42,6 +42,9 @@ type Policy struct {
 	// File is where it was read from.
 	File        string
 	Enforcement Enforcement
+	// rules are the decision rules (deny, warn, patch) the policy
+	// defines, the ones the decision query reads.
+	rules []string
 }
 
 // Set is a compiled policy set, ready to evaluate many times, safe for
@@ -159,13 +162,21 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		var rules []string
 		for _, r := range m.Rules {
-			mutates = mutates || r.Head.Name.String() == "patch"
+			switch n := r.Head.Name.String(); n {
+			case "deny", "warn", "patch":
+				if !slices.Contains(rules, n) {
+					rules = append(rules, n)
+				}
+			}
 		}
+		slices.Sort(rules)
+		mutates = mutates || slices.Contains(rules, "patch")
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement})
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
@@ -248,13 +259,20 @@ func policyRef(name string) ast.Ref {
 }
 
 // decisionQuery collects, in one evaluation, each policy's deny, warn and
-// patch sets.
+// patch sets. It names each rule a policy defines, rather than iterating
+// over policies and rule names: a ground reference is looked up directly,
+// where an iteration costs several microseconds per policy, and a set rule
+// is always defined (empty when no rule body holds).
 func decisionQuery(policies []Policy) string {
-	names := make([]string, len(policies))
+	entries := make([]string, len(policies))
 	for i, p := range policies {
-		names[i] = fmt.Sprintf("%q", p.Name)
+		rules := make([]string, len(p.rules))
+		for j, r := range p.rules {
+			rules[j] = fmt.Sprintf("%q: data.trustplane.policies[%q].%s", r, p.Name, r)
+		}
+		entries[i] = fmt.Sprintf("%q: {%s}", p.Name, strings.Join(rules, ", "))
 	}
-	return fmt.Sprintf(`decisions := {p: {k: v | some k in ["deny", "warn", "patch"]; v := data.trustplane.policies[p][k]} | some p in [%s]}`, strings.Join(names, ", "))
+	return fmt.Sprintf(`decisions := {%s}`, strings.Join(entries, ", "))
 }
 
 // fingerprint is a digest of the policy files' names and contents.
