@@ -24,8 +24,9 @@ secrets_immutable_label := "trustplane.io/environment"
 secrets_immutable_label_value := "production"
 
 deny contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
+	secrets_immutable_secret
 	not secrets_immutable_object_immutable
 	secrets_immutable_production
 	msg := sprintf(
@@ -35,8 +36,9 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_immutable_secret
 	not secrets_immutable_object_immutable
 	secrets_immutable_data_changed
 	secrets_immutable_production
@@ -48,6 +50,8 @@ deny contains msg if {
 
 # Fail closed: without the namespace, production cannot be told apart.
 deny contains msg if {
+	input.request.kind.kind == "Secret"
+	input.request.operation in {"CREATE", "UPDATE"}
 	secrets_immutable_secret
 	secrets_immutable_writes_data
 	not secrets_immutable_object_immutable
@@ -59,8 +63,9 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_immutable_secret
 	not secrets_immutable_object_immutable
 	not secrets_immutable_data_changed
 	secrets_immutable_production

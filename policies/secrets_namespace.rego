@@ -23,6 +23,8 @@ secrets_namespace_label := "trustplane.io/secrets"
 secrets_namespace_label_value := "allowed"
 
 deny contains msg if {
+	input.request.kind.kind == "Secret"
+	input.request.operation == "CREATE"
 	secrets_namespace_secret_create
 	secrets_namespace_namespace == "default"
 	msg := sprintf(
@@ -32,6 +34,8 @@ deny contains msg if {
 }
 
 deny contains msg if {
+	input.request.kind.kind == "Secret"
+	input.request.operation == "CREATE"
 	secrets_namespace_secret_create
 	ns := secrets_namespace_namespace
 	ns != "default"

@@ -18,8 +18,9 @@ package kubernetes.admission
 secrets_sa_token_type := "kubernetes.io/service-account-token"
 
 deny contains msg if {
-	secrets_sa_token_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
+	secrets_sa_token_secret
 	secrets_sa_token_field(secrets_sa_token_object, "type", "") == secrets_sa_token_type
 	msg := sprintf(
 		"Secret %q in namespace %q is of type %s, a token that never expires; use a bound token instead (the TokenRequest API: kubectl create token SERVICEACCOUNT)",
@@ -28,8 +29,9 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	secrets_sa_token_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_sa_token_secret
 	secrets_sa_token_field(secrets_sa_token_object, "type", "") == secrets_sa_token_type
 	secrets_sa_token_data_changed
 	msg := sprintf(
@@ -39,8 +41,9 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	secrets_sa_token_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_sa_token_secret
 	secrets_sa_token_field(secrets_sa_token_object, "type", "") == secrets_sa_token_type
 	not secrets_sa_token_data_changed
 	msg := sprintf(

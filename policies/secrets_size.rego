@@ -21,23 +21,26 @@ package kubernetes.admission
 secrets_size_limit_bytes := 65536
 
 deny contains msg if {
-	secrets_size_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
+	secrets_size_secret
 	secrets_size_bytes > secrets_size_limit_bytes
 	msg := secrets_size_message
 }
 
 deny contains msg if {
-	secrets_size_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_size_secret
 	secrets_size_bytes > secrets_size_limit_bytes
 	secrets_size_data_changed
 	msg := secrets_size_message
 }
 
 warn contains msg if {
-	secrets_size_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	secrets_size_secret
 	secrets_size_bytes > secrets_size_limit_bytes
 	not secrets_size_data_changed
 	msg := secrets_size_message
