@@ -41,6 +41,12 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 		if s == "" {
 			return
 		}
+		if plain(s) {
+			// Every quoting leaves it as it is. Most values are
+			// base64 or plain text, and quoting is most of the cost.
+			seen[s] = true
+			return
+		}
 		quoted := strconv.Quote(s)
 		seen[s], seen[quoted[1:len(quoted)-1]] = true, true
 		for _, html := range []bool{true, false} {
@@ -78,6 +84,18 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 	}
 	r.replacer = strings.NewReplacer(pairs...)
 	return r
+}
+
+// plain reports whether s is printable ASCII that neither Go, Rego nor
+// JSON (escaping HTML or not) quotes other than as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // dataValues are the strings of the data fields of input's objects.
