@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Decision is what one policy says of a request.
@@ -26,57 +27,105 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
-	rs, err := s.query.Eval(ctx, rego.EvalParsedInput(input))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The evaluation stops when ctx is done. OPA would otherwise start a
+	// goroutine per evaluation to watch ctx.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	rs, err := s.query.Eval(ctx,
+		rego.EvalParsedInput(input),
+		rego.EvalExternalCancel(cancel),
+		// The decisions are read as AST values, not converted to Go
+		// values first.
+		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+	)
 	if err != nil {
 		return nil, err
 	}
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy decisions: %d results", len(rs))
 	}
-	all, ok := rs[0].Bindings["decisions"].(map[string]any)
-	if !ok {
+	t, _ := rs[0].Bindings["decisions"].(*ast.Term)
+	if t == nil {
 		return nil, fmt.Errorf("policy decisions: unexpected %T", rs[0].Bindings["decisions"])
+	}
+	all, ok := t.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("policy decisions: unexpected %v", ast.ValueName(t.Value))
 	}
 	out := make([]Decision, 0, len(s.policies))
 	for _, p := range s.policies {
-		rules, _ := all[p.Name].(map[string]any)
 		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
+		rules, _ := get(all, p.Name).(ast.Object)
 		var err error
-		if d.Deny, err = messages(p.Name, "deny", rules["deny"]); err != nil {
+		if d.Deny, err = messages(p.Name, "deny", get(rules, "deny")); err != nil {
 			return nil, err
 		}
-		if d.Warn, err = messages(p.Name, "warn", rules["warn"]); err != nil {
+		if d.Warn, err = messages(p.Name, "warn", get(rules, "warn")); err != nil {
 			return nil, err
 		}
-		if v, ok := rules["patch"]; ok {
-			ops, isSet := v.([]any)
+		if v := get(rules, "patch"); v != nil {
+			set, isSet := v.(ast.Set)
 			if !isSet {
 				return nil, notASet(p.Name, "patch")
 			}
-			d.Patch = ops
+			if set.Len() > 0 {
+				ops, err := ast.JSON(set)
+				if err != nil {
+					return nil, err
+				}
+				d.Patch, _ = ops.([]any)
+			}
 		}
 		out = append(out, d)
 	}
 	return out, nil
 }
 
+// get is obj[key], nil when obj is nil or has no such key.
+func get(obj ast.Object, key string) ast.Value {
+	if obj == nil {
+		return nil
+	}
+	t := obj.Get(ast.InternedTerm(key))
+	if t == nil {
+		return nil
+	}
+	return t.Value
+}
+
 // messages are a deny or warn set's strings, sorted; an element that is
 // not a string is shown as OPA prints it.
-func messages(policy, rule string, v any) ([]string, error) {
+func messages(policy, rule string, v ast.Value) ([]string, error) {
 	if v == nil {
 		return nil, nil
 	}
-	set, ok := v.([]any)
+	set, ok := v.(ast.Set)
 	if !ok {
 		return nil, notASet(policy, rule)
 	}
-	out := make([]string, 0, len(set))
-	for _, m := range set {
-		if s, ok := m.(string); ok {
-			out = append(out, s)
-		} else {
-			out = append(out, fmt.Sprint(m))
+	if set.Len() == 0 {
+		return []string{}, nil
+	}
+	out := make([]string, 0, set.Len())
+	var err error
+	set.Foreach(func(t *ast.Term) {
+		if s, ok := t.Value.(ast.String); ok {
+			out = append(out, string(s))
+			return
 		}
+		x, jerr := ast.JSON(t.Value)
+		if jerr != nil {
+			err = jerr
+			return
+		}
+		out = append(out, fmt.Sprint(x))
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(out)
 	return out, nil
