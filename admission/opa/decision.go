@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
@@ -39,6 +40,8 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	rs, err := s.query.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalExternalCancel(cancel),
+		// Nothing reads the evaluation's metrics.
+		rego.EvalMetrics(metrics.NoOp()),
 		// The decisions are read as AST values, not converted to Go
 		// values first.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
@@ -60,15 +63,15 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	out := make([]Decision, 0, len(s.policies))
 	for _, p := range s.policies {
 		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
-		rules, _ := get(all, p.Name).(ast.Object)
+		rules, _ := get(all, p.key).(ast.Object)
 		var err error
-		if d.Deny, err = messages(p.Name, "deny", get(rules, "deny")); err != nil {
+		if d.Deny, err = messages(p.Name, "deny", get(rules, denyKey)); err != nil {
 			return nil, err
 		}
-		if d.Warn, err = messages(p.Name, "warn", get(rules, "warn")); err != nil {
+		if d.Warn, err = messages(p.Name, "warn", get(rules, warnKey)); err != nil {
 			return nil, err
 		}
-		if v := get(rules, "patch"); v != nil {
+		if v := get(rules, patchKey); v != nil {
 			set, isSet := v.(ast.Set)
 			if !isSet {
 				return nil, notASet(p.Name, "patch")
@@ -86,12 +89,18 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	return out, nil
 }
 
+var (
+	denyKey  = ast.StringTerm("deny")
+	warnKey  = ast.StringTerm("warn")
+	patchKey = ast.StringTerm("patch")
+)
+
 // get is obj[key], nil when obj is nil or has no such key.
-func get(obj ast.Object, key string) ast.Value {
+func get(obj ast.Object, key *ast.Term) ast.Value {
 	if obj == nil {
 		return nil
 	}
-	t := obj.Get(ast.InternedTerm(key))
+	t := obj.Get(key)
 	if t == nil {
 		return nil
 	}

@@ -20,12 +20,15 @@ import (
 // carry one into a trace or a decision log.
 func Input(a admission.Attributes) (ast.Value, error) {
 	kind, res := a.GetKind(), a.GetResource()
+	// AST values are not changed once built: the request's kind and
+	// resource can be the same terms.
+	kindTerm, resTerm := gvk(kind), gvr(res)
 	req := ast.NewObject(
 		item("uid", ast.StringTerm(uuid.NewString())),
-		item("kind", gvk(kind)),
-		item("resource", gvr(res)),
-		item("requestKind", gvk(kind)),
-		item("requestResource", gvr(res)),
+		item("kind", kindTerm),
+		item("resource", resTerm),
+		item("requestKind", kindTerm),
+		item("requestResource", resTerm),
 		item("name", ast.StringTerm(a.GetName())),
 		item("namespace", ast.StringTerm(a.GetNamespace())),
 		item("operation", ast.StringTerm(string(a.GetOperation()))),

@@ -98,26 +98,35 @@ func plain(s string) bool {
 	return true
 }
 
+// dataRefs are where dataValues looks in an input: each data field of
+// object and oldObject.
+var dataRefs = func() []ast.Ref {
+	var refs []ast.Ref
+	for _, key := range []string{"object", "oldObject"} {
+		for _, field := range dataFields {
+			refs = append(refs, ast.Ref{ast.StringTerm("request"), ast.StringTerm(key), ast.StringTerm(field)})
+		}
+	}
+	return refs
+}()
+
 // dataValues are the strings of the data fields of input's objects.
 func dataValues(input ast.Value) []string {
 	var out []string
-	for _, key := range []string{"object", "oldObject"} {
-		for _, field := range dataFields {
-			ref := ast.Ref{ast.StringTerm("request"), ast.StringTerm(key), ast.StringTerm(field)}
-			v, err := input.Find(ref)
-			if err != nil {
-				continue
-			}
-			obj, ok := v.(ast.Object)
-			if !ok {
-				continue
-			}
-			obj.Foreach(func(_, t *ast.Term) {
-				if s, ok := t.Value.(ast.String); ok {
-					out = append(out, string(s))
-				}
-			})
+	for _, ref := range dataRefs {
+		v, err := input.Find(ref)
+		if err != nil {
+			continue
 		}
+		obj, ok := v.(ast.Object)
+		if !ok {
+			continue
+		}
+		obj.Foreach(func(_, t *ast.Term) {
+			if s, ok := t.Value.(ast.String); ok {
+				out = append(out, string(s))
+			}
+		})
 	}
 	return out
 }

@@ -45,6 +45,8 @@ type Policy struct {
 	// rules are the decision rules (deny, warn, patch) the policy
 	// defines, the ones the decision query reads.
 	rules []string
+	// key is Name as the decisions' key.
+	key *ast.Term
 }
 
 // Set is a compiled policy set, ready to evaluate many times, safe for
@@ -176,7 +178,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules})
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, key: ast.StringTerm(name)})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
