@@ -37,7 +37,7 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := s.query.Eval(ctx,
+	rs, err := s.queryFor(input).Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalExternalCancel(cancel),
 		// Nothing reads the evaluation's metrics.
@@ -63,6 +63,20 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	out := make([]Decision, 0, len(s.policies))
 	for _, p := range s.policies {
 		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
+		if get(all, p.key) == nil {
+			// Not evaluated: the policy cannot apply to this kind.
+			// Its decision is what an evaluation gives: empty sets.
+			for _, r := range p.rules {
+				switch r {
+				case "deny":
+					d.Deny = []string{}
+				case "warn":
+					d.Warn = []string{}
+				}
+			}
+			out = append(out, d)
+			continue
+		}
 		rules, _ := get(all, p.key).(ast.Object)
 		var err error
 		if d.Deny, err = messages(p.Name, "deny", get(rules, denyKey)); err != nil {
@@ -88,6 +102,26 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	}
 	return out, nil
 }
+
+// queryFor is the query that evaluates the policies that can apply to
+// input's kind of object.
+func (s *Set) queryFor(input ast.Value) rego.PreparedEvalQuery {
+	v, err := input.Find(inputKindRef)
+	if err != nil {
+		return s.query
+	}
+	kind, ok := v.(ast.String)
+	if !ok {
+		return s.query
+	}
+	if q, ok := s.byKind[string(kind)]; ok {
+		return q
+	}
+	return s.other
+}
+
+// inputKindRef is kindRef within the input.
+var inputKindRef = kindRef[1:]
 
 var (
 	denyKey  = ast.StringTerm("deny")

@@ -47,6 +47,9 @@ type Policy struct {
 	rules []string
 	// key is Name as the decisions' key.
 	key *ast.Term
+	// kinds are the kinds of object (input.request.kind.kind) the
+	// policy's decision rules can apply to; nil when any.
+	kinds map[string]bool
 }
 
 // Set is a compiled policy set, ready to evaluate many times, safe for
@@ -56,7 +59,13 @@ type Policy struct {
 // packages.
 type Set struct {
 	policies []Policy
-	query    rego.PreparedEvalQuery
+	// query evaluates every policy.
+	query rego.PreparedEvalQuery
+	// byKind evaluates, for a kind of object some policy names, only
+	// the policies that can apply to it; other the policies that can
+	// apply to any kind, for every other kind. See kindsOf.
+	byKind map[string]rego.PreparedEvalQuery
+	other  rego.PreparedEvalQuery
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
 	// mutates: some policy has patch rules.
@@ -178,26 +187,129 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, key: ast.StringTerm(name)})
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, key: ast.StringTerm(name), kinds: kindsOf(m)})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
-	opts := []func(*rego.Rego){
-		rego.Query(decisionQuery(policies)),
-		rego.Store(d.store),
-		rego.Capabilities(Capabilities()),
-		// A builtin that fails fails the evaluation, which refuses the
-		// request, instead of leaving a deny undefined.
-		rego.StrictBuiltinErrors(true),
+	prepare := func(policies []Policy) (rego.PreparedEvalQuery, error) {
+		opts := []func(*rego.Rego){
+			rego.Query(decisionQuery(policies)),
+			rego.Store(d.store),
+			rego.Capabilities(Capabilities()),
+			// A builtin that fails fails the evaluation, which refuses
+			// the request, instead of leaving a deny undefined.
+			rego.StrictBuiltinErrors(true),
+		}
+		for _, m := range served {
+			opts = append(opts, rego.ParsedModule(m))
+		}
+		q, err := rego.New(opts...).PrepareForEval(ctx)
+		if err != nil {
+			return q, fmt.Errorf("compile policies: %w", err)
+		}
+		return q, nil
 	}
-	for _, m := range served {
-		opts = append(opts, rego.ParsedModule(m))
+	set := &Set{policies: policies, byKind: map[string]rego.PreparedEvalQuery{}, source: fingerprint(files), mutates: mutates, data: d}
+	var err error
+	if set.query, err = prepare(policies); err != nil {
+		return nil, err
 	}
-	query, err := rego.New(opts...).PrepareForEval(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("compile policies: %w", err)
+	// One query for each set of policies some kind gets, prepared once.
+	byPolicies := map[string]rego.PreparedEvalQuery{}
+	kinds := []string{""} // "": a kind no policy names
+	for _, p := range policies {
+		for k := range p.kinds {
+			kinds = append(kinds, k)
+		}
 	}
-	return &Set{policies: policies, query: query, source: fingerprint(files), mutates: mutates, data: d}, nil
+	for _, kind := range kinds {
+		var those []Policy
+		for _, p := range policies {
+			if p.kinds == nil || p.kinds[kind] {
+				those = append(those, p)
+			}
+		}
+		key := decisionQuery(those)
+		q, ok := byPolicies[key]
+		if !ok {
+			if q, err = prepare(those); err != nil {
+				return nil, err
+			}
+			byPolicies[key] = q
+		}
+		if kind == "" {
+			set.other = q
+		} else {
+			set.byKind[kind] = q
+		}
+	}
+	return set, nil
+}
+
+// kindRef is where the input says the kind of the object.
+var kindRef = ast.MustParseRef("input.request.kind.kind")
+
+// kindsOf are the kinds of object m's decision rules can apply to, nil
+// when any: each deny, warn and patch rule must have, among the
+// expressions of its body, input.request.kind.kind == "Kind" or
+// input.request.kind.kind in {"Kind", ...}, or the policy applies to
+// every kind. A request of another kind then skips the policy
+// altogether, which saves what the rule index would still cost.
+func kindsOf(m *ast.Module) map[string]bool {
+	kinds := map[string]bool{}
+	for _, r := range m.Rules {
+		switch r.Head.Name.String() {
+		case "deny", "warn", "patch":
+		default:
+			continue
+		}
+		found := false
+		for _, e := range r.Body {
+			if ks := exprKinds(e); ks != nil {
+				for _, k := range ks {
+					kinds[k] = true
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	return kinds
+}
+
+// exprKinds are the kinds e requires of input.request.kind.kind, nil when
+// it is no such requirement.
+func exprKinds(e *ast.Expr) []string {
+	if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
+		return nil
+	}
+	if ref, ok := e.Operand(0).Value.(ast.Ref); !ok || !ref.Equal(kindRef) {
+		return nil
+	}
+	switch e.Operator().String() {
+	case ast.Equal.Name, ast.Equality.Name:
+		if s, ok := e.Operand(1).Value.(ast.String); ok {
+			return []string{string(s)}
+		}
+	case ast.Member.Name:
+		set, ok := e.Operand(1).Value.(ast.Set)
+		if !ok {
+			return nil
+		}
+		var kinds []string
+		for _, t := range set.Slice() {
+			s, ok := t.Value.(ast.String)
+			if !ok {
+				return nil
+			}
+			kinds = append(kinds, string(s))
+		}
+		return kinds
+	}
+	return nil
 }
 
 // enforcementOf reads custom.enforcement from the module's package-scope
