@@ -42,6 +42,7 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 		rego.EvalExternalCancel(cancel),
 		// Nothing reads the evaluation's metrics.
 		rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalVirtualCache(newVirtualCache()),
 		// The decisions are read as AST values, not converted to Go
 		// values first.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
