@@ -73,7 +73,9 @@ secrets_size_bytes := sum([secrets_size_decoded_len(v) |
 # a stringData value (UTF-8), and JSON writes each value at least whole.
 # Most Secrets are far below the limit, and pass here.
 secrets_size_may_exceed if {
-	count(json.marshal(secrets_size_data)) + (4 * count(json.marshal(secrets_size_string_data))) > secrets_size_limit_bytes
+	data_text := json.marshal(object.get(input.request, ["object", "data"], {}))
+	string_data_text := json.marshal(object.get(input.request, ["object", "stringData"], {}))
+	count(data_text) + (4 * count(string_data_text)) > secrets_size_limit_bytes
 }
 
 # The object's data and stringData, {} when absent or null.
