@@ -37,7 +37,8 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := s.queryFor(input).Eval(ctx,
+	q := s.queryFor(input)
+	rs, err := q.prepared.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalExternalCancel(cancel),
 		// Nothing reads the evaluation's metrics.
@@ -53,60 +54,62 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy decisions: %d results", len(rs))
 	}
-	t, _ := rs[0].Bindings["decisions"].(*ast.Term)
-	if t == nil {
-		return nil, fmt.Errorf("policy decisions: unexpected %T", rs[0].Bindings["decisions"])
-	}
-	all, ok := t.Value.(ast.Object)
-	if !ok {
-		return nil, fmt.Errorf("policy decisions: unexpected %v", ast.ValueName(t.Value))
-	}
-	out := make([]Decision, 0, len(s.policies))
-	for _, p := range s.policies {
-		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
-		if get(all, p.key) == nil {
-			// Not evaluated: the policy cannot apply to this kind.
-			// Its decision is what an evaluation gives: empty sets.
-			for _, r := range p.rules {
-				switch r {
-				case "deny":
-					d.Deny = []string{}
-				case "warn":
-					d.Warn = []string{}
-				}
+	// A policy the query does not evaluate cannot apply to this kind:
+	// its decision is what an evaluation gives, empty sets.
+	out := make([]Decision, len(s.policies))
+	for i, p := range s.policies {
+		out[i] = Decision{Policy: p.Name, Enforcement: p.Enforcement}
+		for _, r := range p.rules {
+			switch r {
+			case "deny":
+				out[i].Deny = []string{}
+			case "warn":
+				out[i].Warn = []string{}
 			}
-			out = append(out, d)
-			continue
 		}
-		rules, _ := get(all, p.key).(ast.Object)
+	}
+	for _, r := range q.results {
+		t, _ := rs[0].Bindings[r.name].(*ast.Term)
+		if t == nil {
+			return nil, fmt.Errorf("policy decisions: no %s of policy %s", r.rule, s.policies[r.policy].Name)
+		}
+		d := &out[r.policy]
 		var err error
-		if d.Deny, err = messages(p.Name, "deny", get(rules, denyKey)); err != nil {
+		switch r.rule {
+		case "deny":
+			d.Deny, err = messages(d.Policy, r.rule, t.Value)
+		case "warn":
+			d.Warn, err = messages(d.Policy, r.rule, t.Value)
+		case "patch":
+			d.Patch, err = patchOps(d.Policy, t.Value)
+		}
+		if err != nil {
 			return nil, err
 		}
-		if d.Warn, err = messages(p.Name, "warn", get(rules, warnKey)); err != nil {
-			return nil, err
-		}
-		if v := get(rules, patchKey); v != nil {
-			set, isSet := v.(ast.Set)
-			if !isSet {
-				return nil, notASet(p.Name, "patch")
-			}
-			if set.Len() > 0 {
-				ops, err := ast.JSON(set)
-				if err != nil {
-					return nil, err
-				}
-				d.Patch, _ = ops.([]any)
-			}
-		}
-		out = append(out, d)
 	}
+	return out, nil
+}
+
+// patchOps are a patch set's operations, as JSON values.
+func patchOps(policy string, v ast.Value) ([]any, error) {
+	set, ok := v.(ast.Set)
+	if !ok {
+		return nil, notASet(policy, "patch")
+	}
+	if set.Len() == 0 {
+		return nil, nil
+	}
+	ops, err := ast.JSON(set)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := ops.([]any)
 	return out, nil
 }
 
 // queryFor is the query that evaluates the policies that can apply to
 // input's kind of object.
-func (s *Set) queryFor(input ast.Value) rego.PreparedEvalQuery {
+func (s *Set) queryFor(input ast.Value) *query {
 	v, err := input.Find(inputKindRef)
 	if err != nil {
 		return s.query
@@ -123,24 +126,6 @@ func (s *Set) queryFor(input ast.Value) rego.PreparedEvalQuery {
 
 // inputKindRef is kindRef within the input.
 var inputKindRef = kindRef[1:]
-
-var (
-	denyKey  = ast.StringTerm("deny")
-	warnKey  = ast.StringTerm("warn")
-	patchKey = ast.StringTerm("patch")
-)
-
-// get is obj[key], nil when obj is nil or has no such key.
-func get(obj ast.Object, key *ast.Term) ast.Value {
-	if obj == nil {
-		return nil
-	}
-	t := obj.Get(key)
-	if t == nil {
-		return nil
-	}
-	return t.Value
-}
 
 // messages are a deny or warn set's strings, sorted; an element that is
 // not a string is shown as OPA prints it.

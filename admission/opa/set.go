@@ -45,8 +45,6 @@ type Policy struct {
 	// rules are the decision rules (deny, warn, patch) the policy
 	// defines, the ones the decision query reads.
 	rules []string
-	// key is Name as the decisions' key.
-	key *ast.Term
 	// kinds are the kinds of object (input.request.kind.kind) the
 	// policy's decision rules can apply to; nil when any.
 	kinds map[string]bool
@@ -60,12 +58,12 @@ type Policy struct {
 type Set struct {
 	policies []Policy
 	// query evaluates every policy.
-	query rego.PreparedEvalQuery
+	query *query
 	// byKind evaluates, for a kind of object some policy names, only
 	// the policies that can apply to it; other the policies that can
 	// apply to any kind, for every other kind. See kindsOf.
-	byKind map[string]rego.PreparedEvalQuery
-	other  rego.PreparedEvalQuery
+	byKind map[string]*query
+	other  *query
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
 	// mutates: some policy has patch rules.
@@ -187,13 +185,14 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, key: ast.StringTerm(name), kinds: kindsOf(m)})
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, kinds: kindsOf(m)})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
-	prepare := func(policies []Policy) (rego.PreparedEvalQuery, error) {
+	prepare := func(which []int) (*query, error) {
+		text, results := decisionQuery(policies, which)
 		opts := []func(*rego.Rego){
-			rego.Query(decisionQuery(policies)),
+			rego.Query(text),
 			rego.Store(d.store),
 			rego.Capabilities(Capabilities()),
 			// A builtin that fails fails the evaluation, which refuses
@@ -205,17 +204,21 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		}
 		q, err := rego.New(opts...).PrepareForEval(ctx)
 		if err != nil {
-			return q, fmt.Errorf("compile policies: %w", err)
+			return nil, fmt.Errorf("compile policies: %w", err)
 		}
-		return q, nil
+		return &query{prepared: q, results: results}, nil
 	}
-	set := &Set{policies: policies, byKind: map[string]rego.PreparedEvalQuery{}, source: fingerprint(files), mutates: mutates, data: d}
+	set := &Set{policies: policies, byKind: map[string]*query{}, source: fingerprint(files), mutates: mutates, data: d}
+	all := make([]int, len(policies))
+	for i := range policies {
+		all[i] = i
+	}
 	var err error
-	if set.query, err = prepare(policies); err != nil {
+	if set.query, err = prepare(all); err != nil {
 		return nil, err
 	}
 	// One query for each set of policies some kind gets, prepared once.
-	byPolicies := map[string]rego.PreparedEvalQuery{}
+	byPolicies := map[string]*query{}
 	kinds := []string{""} // "": a kind no policy names
 	for _, p := range policies {
 		for k := range p.kinds {
@@ -223,13 +226,13 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		}
 	}
 	for _, kind := range kinds {
-		var those []Policy
-		for _, p := range policies {
+		var those []int
+		for i, p := range policies {
 			if p.kinds == nil || p.kinds[kind] {
-				those = append(those, p)
+				those = append(those, i)
 			}
 		}
-		key := decisionQuery(those)
+		key := fmt.Sprint(those)
 		q, ok := byPolicies[key]
 		if !ok {
 			if q, err = prepare(those); err != nil {
@@ -372,21 +375,43 @@ func policyRef(name string) ast.Ref {
 	return ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("policies"), ast.StringTerm(name)}
 }
 
-// decisionQuery collects, in one evaluation, each policy's deny, warn and
-// patch sets. It names each rule a policy defines, rather than iterating
-// over policies and rule names: a ground reference is looked up directly,
-// where an iteration costs several microseconds per policy, and a set rule
-// is always defined (empty when no rule body holds).
-func decisionQuery(policies []Policy) string {
-	entries := make([]string, len(policies))
-	for i, p := range policies {
-		rules := make([]string, len(p.rules))
-		for j, r := range p.rules {
-			rules[j] = fmt.Sprintf("%q: data.trustplane.policies[%q].%s", r, p.Name, r)
+// query is a prepared decision query and where its results are.
+type query struct {
+	prepared rego.PreparedEvalQuery
+	results  []result
+}
+
+// result is a variable of a decision query: the value of one decision
+// rule of one policy.
+type result struct {
+	name   string
+	policy int // in Set.policies
+	rule   string
+}
+
+// decisionQuery collects, in one evaluation, the deny, warn and patch sets
+// of policies[i] for each i of which, each in a variable of its own. It
+// names each rule a policy defines, rather than iterating over policies
+// and rule names: a ground reference is looked up directly, where an
+// iteration costs several microseconds per policy; and a set rule is
+// always defined (empty when no rule body holds). The sets are not put
+// together in one object: OPA would build it, then copy it into the
+// result.
+func decisionQuery(policies []Policy, which []int) (string, []result) {
+	var exprs []string
+	var results []result
+	for _, i := range which {
+		p := policies[i]
+		for _, r := range p.rules {
+			name := fmt.Sprintf("d%d", len(results))
+			exprs = append(exprs, fmt.Sprintf("%s := data.trustplane.policies[%q].%s", name, p.Name, r))
+			results = append(results, result{name: name, policy: i, rule: r})
 		}
-		entries[i] = fmt.Sprintf("%q: {%s}", p.Name, strings.Join(rules, ", "))
 	}
-	return fmt.Sprintf(`decisions := {%s}`, strings.Join(entries, ", "))
+	if len(exprs) == 0 {
+		return "true", nil
+	}
+	return strings.Join(exprs, "; "), results
 }
 
 // fingerprint is a digest of the policy files' names and contents.
