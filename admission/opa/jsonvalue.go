@@ -15,7 +15,9 @@ import (
 // between, which cost as much again as the value itself. The document
 // is one value; anything after it is an error.
 func jsonValue(doc []byte) (ast.Value, error) {
-	d := jsonDecoder{doc: doc}
+	// The strings of the value are substrings of one copy of the
+	// document, not a copy each.
+	d := jsonDecoder{doc: doc, text: string(doc)}
 	t, err := d.value()
 	if err != nil {
 		return nil, err
@@ -27,8 +29,9 @@ func jsonValue(doc []byte) (ast.Value, error) {
 }
 
 type jsonDecoder struct {
-	doc []byte
-	pos int
+	doc  []byte
+	text string // doc
+	pos  int
 }
 
 var errJSONEnd = errors.New("json: unexpected end of input")
@@ -179,9 +182,8 @@ func (d *jsonDecoder) string() (string, error) {
 		case c == '"':
 			d.pos++
 			if plain {
-				raw := d.doc[start+1 : d.pos-1]
-				if utf8.Valid(raw) {
-					return string(raw), nil
+				if raw := d.text[start+1 : d.pos-1]; utf8.ValidString(raw) {
+					return raw, nil
 				}
 			}
 			var s string
