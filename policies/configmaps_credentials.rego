@@ -91,6 +91,8 @@ configmaps_credentials_assignment_hints := [
 configmaps_credentials_url_hints := ["://"]
 
 deny contains msg if {
+	input.request.kind.kind == "ConfigMap"
+	input.request.operation in {"CREATE", "UPDATE"}
 	some hit in configmaps_credentials_hits
 	hit.changed
 	not configmaps_credentials_policy_source(hit.field, hit.key)
@@ -101,6 +103,8 @@ deny contains msg if {
 }
 
 warn contains msg if {
+	input.request.kind.kind == "ConfigMap"
+	input.request.operation in {"CREATE", "UPDATE"}
 	some hit in configmaps_credentials_hits
 	not hit.changed
 	msg := sprintf(
@@ -110,6 +114,8 @@ warn contains msg if {
 }
 
 warn contains msg if {
+	input.request.kind.kind == "ConfigMap"
+	input.request.operation in {"CREATE", "UPDATE"}
 	some hit in configmaps_credentials_hits
 	hit.changed
 	configmaps_credentials_policy_source(hit.field, hit.key)

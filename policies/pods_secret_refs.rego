@@ -42,8 +42,9 @@ pods_secret_refs_spec_paths := {
 }
 
 deny contains msg if {
-	pods_secret_refs_spec_paths[pods_secret_refs_kind]
+	input.request.kind.kind in {"Pod", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
 	input.request.operation in {"CREATE", "UPDATE"}
+	pods_secret_refs_spec_paths[pods_secret_refs_kind]
 	some secret in pods_secret_refs_new_names
 	refs := {ref | some ref in pods_secret_refs_refs(pods_secret_refs_spec); ref.name == secret}
 	some ref in refs

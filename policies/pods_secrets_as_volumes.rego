@@ -37,8 +37,9 @@ pods_secrets_as_volumes_spec_paths := {
 }
 
 deny contains msg if {
-	pods_secrets_as_volumes_spec_paths[pods_secrets_as_volumes_kind]
+	input.request.kind.kind in {"Pod", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
 	input.request.operation in {"CREATE", "UPDATE"}
+	pods_secrets_as_volumes_spec_paths[pods_secrets_as_volumes_kind]
 	pods_secrets_as_volumes_volumes_only
 	some secret in pods_secrets_as_volumes_new_names
 	msg := sprintf(
@@ -52,8 +53,9 @@ deny contains msg if {
 
 # Fail closed: without the namespace, its label cannot be read.
 deny contains msg if {
-	pods_secrets_as_volumes_spec_paths[pods_secrets_as_volumes_kind]
+	input.request.kind.kind in {"Pod", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
 	input.request.operation in {"CREATE", "UPDATE"}
+	pods_secrets_as_volumes_spec_paths[pods_secrets_as_volumes_kind]
 	not data.kubernetes.namespaces[pods_secrets_as_volumes_namespace]
 	some secret in pods_secrets_as_volumes_new_names
 	msg := sprintf(

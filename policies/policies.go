@@ -14,6 +14,12 @@
 // test name starts with its file's name all the same, so that the files
 // also load together once their annotations are set aside.
 //
+// Every deny, warn and patch rule starts with a condition on input.request
+// that OPA's rule index can use (the kind, the operation, the namespace,
+// equal to a constant or in a set of constants), before any helper rule:
+// a request of another kind then skips the rule at the cost of an index
+// lookup instead of evaluating it.
+//
 // The policies read other objects from data.kubernetes, replicated as
 // kube-mgmt does: data.kubernetes.namespaces[name] and
 // data.kubernetes.serviceaccounts[namespace][name]. Those that depend on

@@ -244,6 +244,48 @@ func TestMetadata(t *testing.T) {
 	}
 }
 
+// TestDecisionRulesIndexed checks that every deny, warn and patch rule
+// starts with a condition on input.request that OPA's rule index can use:
+// a field equal to a constant, or in a set of constants (the kind, the
+// operation, the namespace). A request the condition excludes then skips
+// the rule at the cost of an index lookup; a rule that starts with a
+// helper rule is evaluated for every request of every kind, which made
+// the library several times slower.
+func TestDecisionRulesIndexed(t *testing.T) {
+	request := ast.MustParseRef("input.request")
+	for _, p := range library(t) {
+		for _, r := range p.module.Rules {
+			switch r.Head.Name.String() {
+			case "deny", "warn", "patch":
+			default:
+				continue
+			}
+			if !indexable(r.Body[0], request) {
+				t.Errorf("%s: %s starts with %v, not a condition the rule index can use (input.request.X == \"v\" or input.request.X in {\"v\", ...})", r.Location, r.Head.Name, r.Body[0])
+			}
+		}
+	}
+}
+
+func indexable(e *ast.Expr, request ast.Ref) bool {
+	if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
+		return false
+	}
+	ref, ok := e.Operand(0).Value.(ast.Ref)
+	if !ok || !ref.HasPrefix(request) || !ref.IsGround() {
+		return false
+	}
+	switch op, v := e.Operator().String(), e.Operand(1).Value; op {
+	case "equal", "eq":
+		return ast.IsScalar(v)
+	case "internal.member_2":
+		set, ok := v.(ast.Set)
+		return ok && set.Len() > 0 && !set.Until(func(t *ast.Term) bool { return !ast.IsScalar(t.Value) })
+	default:
+		return false
+	}
+}
+
 // TestFormatted checks that every file is formatted as opa fmt would.
 func TestFormatted(t *testing.T) {
 	names, err := fs.Glob(FS, "*.rego")

@@ -24,10 +24,11 @@ secrets_immutable_label := "trustplane.io/environment"
 secrets_immutable_label_value := "production"
 
 deny contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
-	not secrets_immutable_object_immutable
+	object.get(input.request.kind, "group", "") == ""
 	secrets_immutable_production
+	not secrets_immutable_object_immutable
 	msg := sprintf(
 		"Secret %q in namespace %q must be created with immutable: true: the namespace is labelled %s=%s",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],
@@ -35,11 +36,12 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	object.get(input.request.kind, "group", "") == ""
+	secrets_immutable_production
 	not secrets_immutable_object_immutable
 	secrets_immutable_data_changed
-	secrets_immutable_production
 	msg := sprintf(
 		"Secret %q in namespace %q may change its data only in the update that makes it immutable (immutable: true): the namespace is labelled %s=%s; to change a credential, create a new Secret",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],
@@ -48,10 +50,12 @@ deny contains msg if {
 
 # Fail closed: without the namespace, production cannot be told apart.
 deny contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
+	input.request.operation in {"CREATE", "UPDATE"}
+	object.get(input.request.kind, "group", "") == ""
+	not data.kubernetes.namespaces[secrets_immutable_namespace]
 	secrets_immutable_writes_data
 	not secrets_immutable_object_immutable
-	not data.kubernetes.namespaces[secrets_immutable_namespace]
 	msg := sprintf(
 		"Secret %q: namespace %q is not in the policy's replicated data, so whether it is labelled %s=%s cannot be told; retry once it is, or make the Secret immutable",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],
@@ -59,20 +63,16 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	secrets_immutable_secret
+	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
+	object.get(input.request.kind, "group", "") == ""
+	secrets_immutable_production
 	not secrets_immutable_object_immutable
 	not secrets_immutable_data_changed
-	secrets_immutable_production
 	msg := sprintf(
 		"Secret %q in namespace %q is mutable in a namespace labelled %s=%s; replace it with an immutable one",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],
 	)
-}
-
-secrets_immutable_secret if {
-	input.request.kind.kind == "Secret"
-	object.get(input.request.kind, "group", "") == ""
 }
 
 secrets_immutable_namespace := object.get(input.request, "namespace", "")

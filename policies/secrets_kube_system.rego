@@ -26,9 +26,9 @@ secrets_kube_system_groups := {
 }
 
 deny contains msg if {
-	secrets_kube_system_secret
-	object.get(input.request, "namespace", "") == "kube-system"
+	input.request.namespace == "kube-system"
 	input.request.operation in {"CREATE", "UPDATE", "DELETE"}
+	secrets_kube_system_secret
 	count(secrets_kube_system_user_groups & secrets_kube_system_groups) == 0
 	msg := sprintf(
 		"user %q may not %s Secret %q in namespace \"kube-system\": only members of the groups %s may",

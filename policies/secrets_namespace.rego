@@ -23,8 +23,10 @@ secrets_namespace_label := "trustplane.io/secrets"
 secrets_namespace_label_value := "allowed"
 
 deny contains msg if {
-	secrets_namespace_secret_create
-	secrets_namespace_namespace == "default"
+	input.request.kind.kind == "Secret"
+	input.request.operation == "CREATE"
+	input.request.namespace == "default"
+	object.get(input.request.kind, "group", "") == ""
 	msg := sprintf(
 		"Secret %q may not be created in namespace \"default\"; create it in a namespace labelled %s=%s",
 		[secrets_namespace_name, secrets_namespace_label, secrets_namespace_label_value],
@@ -32,7 +34,9 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	secrets_namespace_secret_create
+	input.request.kind.kind == "Secret"
+	input.request.operation == "CREATE"
+	object.get(input.request.kind, "group", "") == ""
 	ns := secrets_namespace_namespace
 	ns != "default"
 	not secrets_namespace_allowed(ns)
@@ -40,12 +44,6 @@ deny contains msg if {
 		"Secret %q may not be created in namespace %q: the namespace is not labelled %s=%s",
 		[secrets_namespace_name, ns, secrets_namespace_label, secrets_namespace_label_value],
 	)
-}
-
-secrets_namespace_secret_create if {
-	input.request.kind.kind == "Secret"
-	object.get(input.request.kind, "group", "") == ""
-	input.request.operation == "CREATE"
 }
 
 # A request without a namespace is treated as one in no labelled namespace:

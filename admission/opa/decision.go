@@ -6,7 +6,9 @@ import (
 	"sort"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Decision is what one policy says of a request.
@@ -26,57 +28,134 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
-	rs, err := s.query.Eval(ctx, rego.EvalParsedInput(input))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	growStack()
+	// The evaluation stops when ctx is done. OPA would otherwise start a
+	// goroutine per evaluation to watch ctx.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	q := s.queryFor(input)
+	rs, err := q.prepared.Eval(ctx,
+		rego.EvalParsedInput(input),
+		rego.EvalExternalCancel(cancel),
+		// Nothing reads the evaluation's metrics.
+		rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalVirtualCache(newVirtualCache()),
+		// The decisions are read as AST values, not converted to Go
+		// values first.
+		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+	)
 	if err != nil {
 		return nil, err
 	}
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy decisions: %d results", len(rs))
 	}
-	all, ok := rs[0].Bindings["decisions"].(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("policy decisions: unexpected %T", rs[0].Bindings["decisions"])
-	}
-	out := make([]Decision, 0, len(s.policies))
-	for _, p := range s.policies {
-		rules, _ := all[p.Name].(map[string]any)
-		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
-		var err error
-		if d.Deny, err = messages(p.Name, "deny", rules["deny"]); err != nil {
-			return nil, err
-		}
-		if d.Warn, err = messages(p.Name, "warn", rules["warn"]); err != nil {
-			return nil, err
-		}
-		if v, ok := rules["patch"]; ok {
-			ops, isSet := v.([]any)
-			if !isSet {
-				return nil, notASet(p.Name, "patch")
+	// A policy the query does not evaluate cannot apply to this kind:
+	// its decision is what an evaluation gives, empty sets.
+	out := make([]Decision, len(s.policies))
+	for i, p := range s.policies {
+		out[i] = Decision{Policy: p.Name, Enforcement: p.Enforcement}
+		for _, r := range p.rules {
+			switch r {
+			case "deny":
+				out[i].Deny = []string{}
+			case "warn":
+				out[i].Warn = []string{}
 			}
-			d.Patch = ops
 		}
-		out = append(out, d)
+	}
+	for _, r := range q.results {
+		t, _ := rs[0].Bindings[r.name].(*ast.Term)
+		if t == nil {
+			return nil, fmt.Errorf("policy decisions: no %s of policy %s", r.rule, s.policies[r.policy].Name)
+		}
+		d := &out[r.policy]
+		var err error
+		switch r.rule {
+		case "deny":
+			d.Deny, err = messages(d.Policy, r.rule, t.Value)
+		case "warn":
+			d.Warn, err = messages(d.Policy, r.rule, t.Value)
+		case "patch":
+			d.Patch, err = patchOps(d.Policy, t.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
+// patchOps are a patch set's operations, as JSON values.
+func patchOps(policy string, v ast.Value) ([]any, error) {
+	set, ok := v.(ast.Set)
+	if !ok {
+		return nil, notASet(policy, "patch")
+	}
+	if set.Len() == 0 {
+		return nil, nil
+	}
+	ops, err := ast.JSON(set)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := ops.([]any)
+	return out, nil
+}
+
+// queryFor is the query that evaluates the policies that can apply to
+// input's kind of object.
+func (s *Set) queryFor(input ast.Value) *query {
+	v, err := input.Find(inputKindRef)
+	if err != nil {
+		return s.query
+	}
+	kind, ok := v.(ast.String)
+	if !ok {
+		return s.query
+	}
+	if q, ok := s.byKind[string(kind)]; ok {
+		return q
+	}
+	return s.other
+}
+
+// inputKindRef is kindRef within the input.
+var inputKindRef = kindRef[1:]
+
 // messages are a deny or warn set's strings, sorted; an element that is
 // not a string is shown as OPA prints it.
-func messages(policy, rule string, v any) ([]string, error) {
+func messages(policy, rule string, v ast.Value) ([]string, error) {
 	if v == nil {
 		return nil, nil
 	}
-	set, ok := v.([]any)
+	set, ok := v.(ast.Set)
 	if !ok {
 		return nil, notASet(policy, rule)
 	}
-	out := make([]string, 0, len(set))
-	for _, m := range set {
-		if s, ok := m.(string); ok {
-			out = append(out, s)
-		} else {
-			out = append(out, fmt.Sprint(m))
+	if set.Len() == 0 {
+		return []string{}, nil
+	}
+	out := make([]string, 0, set.Len())
+	var err error
+	set.Foreach(func(t *ast.Term) {
+		if s, ok := t.Value.(ast.String); ok {
+			out = append(out, string(s))
+			return
 		}
+		x, jerr := ast.JSON(t.Value)
+		if jerr != nil {
+			err = jerr
+			return
+		}
+		out = append(out, fmt.Sprint(x))
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(out)
 	return out, nil

@@ -27,7 +27,7 @@ import (
 // variable, transform it or trace it, and none of it reaches the output.
 func (s *Set) Explain(ctx context.Context, input ast.Value) ([]Decision, string, error) {
 	tracer := topdown.NewBufferTracer()
-	_, traceErr := s.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tracer))
+	_, traceErr := s.query.prepared.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tracer))
 	trace := redactTrace(*tracer, input, NewRedactor(input))
 	if traceErr != nil {
 		return nil, trace, traceErr

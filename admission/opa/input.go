@@ -1,6 +1,7 @@
 package opa
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -19,73 +20,125 @@ import (
 // carry one into a trace or a decision log.
 func Input(a admission.Attributes) (ast.Value, error) {
 	kind, res := a.GetKind(), a.GetResource()
-	req := map[string]any{
-		"uid":             uuid.NewString(),
-		"kind":            gvk(kind),
-		"resource":        gvr(res),
-		"requestKind":     gvk(kind),
-		"requestResource": gvr(res),
-		"name":            a.GetName(),
-		"namespace":       a.GetNamespace(),
-		"operation":       string(a.GetOperation()),
-		"dryRun":          a.IsDryRun(),
-	}
+	// AST values are not changed once built: the request's kind and
+	// resource can be the same terms.
+	kindTerm, resTerm := gvk(kind), gvr(res)
+	req := ast.NewObject(
+		item("uid", ast.StringTerm(uuid.NewString())),
+		item("kind", kindTerm),
+		item("resource", resTerm),
+		item("requestKind", kindTerm),
+		item("requestResource", resTerm),
+		item("name", ast.StringTerm(a.GetName())),
+		item("namespace", ast.StringTerm(a.GetNamespace())),
+		item("operation", ast.StringTerm(string(a.GetOperation()))),
+		item("dryRun", ast.InternedTerm(a.IsDryRun())),
+	)
 	if sub := a.GetSubresource(); sub != "" {
-		req["subResource"] = sub
+		req.Insert(ast.InternedTerm("subResource"), ast.StringTerm(sub))
 	}
 	if u := a.GetUserInfo(); u != nil {
-		info := map[string]any{"username": u.GetName()}
+		info := ast.NewObject(item("username", ast.StringTerm(u.GetName())))
 		if uid := u.GetUID(); uid != "" {
-			info["uid"] = uid
+			info.Insert(ast.InternedTerm("uid"), ast.StringTerm(uid))
 		}
 		if groups := u.GetGroups(); len(groups) > 0 {
-			info["groups"] = toAny(groups)
+			info.Insert(ast.InternedTerm("groups"), stringsTerm(groups))
 		}
 		if extra := u.GetExtra(); len(extra) > 0 {
-			m := map[string]any{}
+			m := ast.NewObject()
 			for k, v := range extra {
-				m[k] = toAny(v)
+				m.Insert(ast.StringTerm(k), stringsTerm(v))
 			}
-			info["extra"] = m
+			info.Insert(ast.InternedTerm("extra"), ast.NewTerm(m))
 		}
-		req["userInfo"] = info
+		req.Insert(ast.InternedTerm("userInfo"), ast.NewTerm(info))
 	}
-	for key, obj := range map[string]runtime.Object{"object": a.GetObject(), "oldObject": a.GetOldObject(), "options": a.GetOperationOptions()} {
-		if obj == nil {
+	for _, o := range []struct {
+		key string
+		obj runtime.Object
+	}{{"object", a.GetObject()}, {"oldObject", a.GetOldObject()}, {"options", a.GetOperationOptions()}} {
+		if o.obj == nil {
 			continue
 		}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		m, err := objectValue(o.obj)
 		if err != nil {
-			return nil, fmt.Errorf("admission input %s: %w", key, err)
+			return nil, fmt.Errorf("admission input %s: %w", o.key, err)
 		}
-		if key != "options" {
-			m["apiVersion"], m["kind"] = kind.GroupVersion().String(), kind.Kind
+		if o.key != "options" {
+			m.Insert(ast.InternedTerm("apiVersion"), ast.StringTerm(kind.GroupVersion().String()))
+			m.Insert(ast.InternedTerm("kind"), ast.StringTerm(kind.Kind))
 			if res.Group == "authentication.k8s.io" && res.Resource == "tokenreviews" {
-				if spec, ok := m["spec"].(map[string]any); ok {
-					delete(spec, "token")
-				}
+				dropToken(m)
 			}
-		} else if gvks := obj.GetObjectKind().GroupVersionKind(); !gvks.Empty() {
-			m["apiVersion"], m["kind"] = gvks.GroupVersion().String(), gvks.Kind
+		} else if gvks := o.obj.GetObjectKind().GroupVersionKind(); !gvks.Empty() {
+			m.Insert(ast.InternedTerm("apiVersion"), ast.StringTerm(gvks.GroupVersion().String()))
+			m.Insert(ast.InternedTerm("kind"), ast.StringTerm(gvks.Kind))
 		}
-		req[key] = m
+		req.Insert(ast.InternedTerm(o.key), ast.NewTerm(m))
 	}
-	review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
-	return ast.InterfaceToValue(review)
+	return ast.NewObject(
+		item("apiVersion", ast.StringTerm("admission.k8s.io/v1")),
+		item("kind", ast.StringTerm("AdmissionReview")),
+		item("request", ast.NewTerm(req)),
+	), nil
 }
 
-func gvk(k schema.GroupVersionKind) map[string]any {
-	return map[string]any{"group": k.Group, "version": k.Version, "kind": k.Kind}
+// objectValue is obj as the API serves it in JSON, as an AST object: its
+// JSON encoding read straight into AST values, which costs a third of
+// converting it to unstructured maps first.
+func objectValue(obj runtime.Object) (ast.Object, error) {
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	v, err := jsonValue(doc)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a JSON object", obj)
+	}
+	return m, nil
 }
 
-func gvr(r schema.GroupVersionResource) map[string]any {
-	return map[string]any{"group": r.Group, "version": r.Version, "resource": r.Resource}
+// dropToken removes spec.token from m, a TokenReview just decoded.
+func dropToken(m ast.Object) {
+	token := ast.InternedTerm("token")
+	t := m.Get(ast.InternedTerm("spec"))
+	if t == nil {
+		return
+	}
+	spec, ok := t.Value.(ast.Object)
+	if !ok || spec.Get(token) == nil {
+		return
+	}
+	kept := ast.NewObject()
+	spec.Foreach(func(k, v *ast.Term) {
+		if !k.Equal(token) {
+			kept.Insert(k, v)
+		}
+	})
+	m.Insert(ast.InternedTerm("spec"), ast.NewTerm(kept))
 }
 
-func toAny(s []string) []any {
-	out := make([]any, len(s))
+func item(key string, value *ast.Term) [2]*ast.Term {
+	return [2]*ast.Term{ast.InternedTerm(key), value}
+}
+
+func gvk(k schema.GroupVersionKind) *ast.Term {
+	return ast.ObjectTerm(item("group", ast.StringTerm(k.Group)), item("version", ast.StringTerm(k.Version)), item("kind", ast.StringTerm(k.Kind)))
+}
+
+func gvr(r schema.GroupVersionResource) *ast.Term {
+	return ast.ObjectTerm(item("group", ast.StringTerm(r.Group)), item("version", ast.StringTerm(r.Version)), item("resource", ast.StringTerm(r.Resource)))
+}
+
+func stringsTerm(s []string) *ast.Term {
+	out := make([]*ast.Term, len(s))
 	for i, v := range s {
-		out[i] = v
+		out[i] = ast.StringTerm(v)
 	}
-	return out
+	return ast.ArrayTerm(out...)
 }

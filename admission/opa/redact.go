@@ -41,6 +41,12 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 		if s == "" {
 			return
 		}
+		if plain(s) {
+			// Every quoting leaves it as it is. Most values are
+			// base64 or plain text, and quoting is most of the cost.
+			seen[s] = true
+			return
+		}
 		quoted := strconv.Quote(s)
 		seen[s], seen[quoted[1:len(quoted)-1]] = true, true
 		for _, html := range []bool{true, false} {
@@ -80,26 +86,47 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 	return r
 }
 
+// plain reports whether s is printable ASCII that neither Go, Rego nor
+// JSON (escaping HTML or not) quotes other than as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// dataRefs are where dataValues looks in an input: each data field of
+// object and oldObject.
+var dataRefs = func() []ast.Ref {
+	var refs []ast.Ref
+	for _, key := range []string{"object", "oldObject"} {
+		for _, field := range dataFields {
+			refs = append(refs, ast.Ref{ast.StringTerm("request"), ast.StringTerm(key), ast.StringTerm(field)})
+		}
+	}
+	return refs
+}()
+
 // dataValues are the strings of the data fields of input's objects.
 func dataValues(input ast.Value) []string {
 	var out []string
-	for _, key := range []string{"object", "oldObject"} {
-		for _, field := range dataFields {
-			ref := ast.Ref{ast.StringTerm("request"), ast.StringTerm(key), ast.StringTerm(field)}
-			v, err := input.Find(ref)
-			if err != nil {
-				continue
-			}
-			obj, ok := v.(ast.Object)
-			if !ok {
-				continue
-			}
-			obj.Foreach(func(_, t *ast.Term) {
-				if s, ok := t.Value.(ast.String); ok {
-					out = append(out, string(s))
-				}
-			})
+	for _, ref := range dataRefs {
+		v, err := input.Find(ref)
+		if err != nil {
+			continue
 		}
+		obj, ok := v.(ast.Object)
+		if !ok {
+			continue
+		}
+		obj.Foreach(func(_, t *ast.Term) {
+			if s, ok := t.Value.(ast.String); ok {
+				out = append(out, string(s))
+			}
+		})
 	}
 	return out
 }

@@ -2,6 +2,9 @@ package opa
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +54,32 @@ func TestRedactor(t *testing.T) {
 	}
 	if r := NewRedactor(noData); !r.Empty() || r.String("y") != "y" {
 		t.Errorf("a Redactor of an input without data hides something")
+	}
+}
+
+// A plain string is one every quoting leaves as it is, so that the
+// Redactor need not quote it.
+func TestPlain(t *testing.T) {
+	var samples []string
+	for c := 0; c < 0x80; c++ {
+		samples = append(samples, "a"+string(rune(c))+"z")
+	}
+	samples = append(samples, "é", "\u2028", "YWJj+/==", "hunter2", "")
+	for _, s := range samples {
+		q := strconv.Quote(s)
+		same := q[1:len(q)-1] == s
+		for _, html := range []bool{true, false} {
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(s); err != nil {
+				t.Fatal(err)
+			}
+			j := strings.TrimSpace(b.String())
+			same = same && j[1:len(j)-1] == s
+		}
+		if plain(s) && !same {
+			t.Errorf("plain(%q), but a quoting changes it", s)
+		}
 	}
 }

@@ -1,0 +1,82 @@
+package opa
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// virtualCache is the cache of rule values within one evaluation, as
+// OPA's own, but flat: each frame a list of the refs cached and their
+// values. OPA's is a trie with a hash map per level of each ref
+// (data.trustplane.policies.<policy>.<rule>), which cost a third of the
+// allocations of an evaluation; an evaluation caches a few dozen rules,
+// which a list holds as well.
+type virtualCache struct {
+	frames [][]cacheEntry
+}
+
+type cacheEntry struct {
+	hash      int
+	ref       ast.Ref
+	value     *ast.Term
+	undefined bool
+}
+
+var _ topdown.VirtualCache = (*virtualCache)(nil)
+
+func newVirtualCache() *virtualCache {
+	c := &virtualCache{frames: make([][]cacheEntry, 1, 2)}
+	c.frames[0] = make([]cacheEntry, 0, 32)
+	return c
+}
+
+// Push starts a frame of its own (for an expression evaluated with
+// "with"), empty.
+func (c *virtualCache) Push() { c.frames = append(c.frames, nil) }
+
+// Pop drops the newest frame and what it holds.
+func (c *virtualCache) Pop() { c.frames = c.frames[:len(c.frames)-1] }
+
+// Get is the value cached for ref in the newest frame: nil, true when
+// ref is cached as undefined; nil, false when it is not cached.
+func (c *virtualCache) Get(ref ast.Ref) (*ast.Term, bool) {
+	if e := c.find(ref, ref.Hash()); e != nil {
+		return e.value, e.undefined
+	}
+	return nil, false
+}
+
+// Put caches value for ref in the newest frame; a nil value caches ref as
+// undefined.
+func (c *virtualCache) Put(ref ast.Ref, value *ast.Term) {
+	h := ref.Hash()
+	e := c.find(ref, h)
+	if e == nil {
+		top := &c.frames[len(c.frames)-1]
+		// The ref is copied: the caller may reuse its slice.
+		*top = append(*top, cacheEntry{hash: h, ref: append(ast.Ref(nil), ref...)})
+		e = &(*top)[len(*top)-1]
+	}
+	e.value, e.undefined = value, value == nil
+}
+
+// Keys are the refs with a value in the newest frame.
+func (c *virtualCache) Keys() []ast.Ref {
+	var keys []ast.Ref
+	for _, e := range c.frames[len(c.frames)-1] {
+		if e.value != nil {
+			keys = append(keys, e.ref)
+		}
+	}
+	return keys
+}
+
+func (c *virtualCache) find(ref ast.Ref, hash int) *cacheEntry {
+	top := c.frames[len(c.frames)-1]
+	for i := range top {
+		if top[i].hash == hash && top[i].ref.Equal(ref) {
+			return &top[i]
+		}
+	}
+	return nil
+}

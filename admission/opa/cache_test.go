@@ -1,0 +1,48 @@
+package opa
+
+import (
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// The flat cache answers as OPA's trie does: per frame, exact refs only,
+// undefined apart from not cached.
+func TestVirtualCache(t *testing.T) {
+	c := newVirtualCache()
+	a, ab := ast.MustParseRef("data.p.a"), ast.MustParseRef("data.p.a.b")
+	one, two := ast.IntNumberTerm(1), ast.IntNumberTerm(2)
+	check := func(ref ast.Ref, want *ast.Term, wantUndefined bool) {
+		t.Helper()
+		if got, undefined := c.Get(ref); got != want || undefined != wantUndefined {
+			t.Errorf("Get(%v) = %v, %v; want %v, %v", ref, got, undefined, want, wantUndefined)
+		}
+	}
+	check(a, nil, false)
+	c.Put(ab, one)
+	check(a, nil, false) // a prefix of a cached ref is not cached
+	check(ab, one, false)
+	c.Put(a, nil)
+	check(a, nil, true)
+	c.Put(a, two)
+	check(a, two, false)
+
+	reused := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("p"), ast.StringTerm("c")}
+	c.Put(reused, one)
+	reused[2] = ast.StringTerm("d")
+	check(ast.MustParseRef("data.p.c"), one, false) // the cache keeps its own copy
+	check(ast.MustParseRef("data.p.d"), nil, false)
+
+	c.Push()
+	check(ab, nil, false)
+	c.Put(ab, two)
+	check(ab, two, false)
+	if keys := c.Keys(); len(keys) != 1 || !keys[0].Equal(ab) {
+		t.Errorf("Keys of the new frame %v, want [%v]", keys, ab)
+	}
+	c.Pop()
+	check(ab, one, false)
+	if keys := c.Keys(); len(keys) != 3 {
+		t.Errorf("Keys %v, want 3", keys)
+	}
+}
