@@ -18,12 +18,16 @@ import (
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
 
-// schedNode creates a Node with the allocatable given and Ready, as a
-// node agent would report it, and labels and taints.
+// schedNode creates a Node with the allocatable given and Ready, and its
+// hostname label, as a node agent would report it, and labels and taints.
 func schedNode(t *testing.T, client kubernetes.Interface, name, cpu string, labels map[string]string, taints ...corev1.Taint) {
 	t.Helper()
 	ctx := t.Context()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+	all := map[string]string{corev1.LabelHostname: name}
+	for k, v := range labels {
+		all[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all}, Spec: corev1.NodeSpec{Taints: taints}}
 	n, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create node %s: %v", name, err)
@@ -163,6 +167,49 @@ func TestScheduler(t *testing.T) {
 			t.Errorf("node %s has %d pods of 1 CPU, with 2 CPUs", node, n)
 		}
 	}
+
+	// Twins with required anti-affinity by host, created at once, never
+	// share a node: two nodes, two twins bound apart, the third Pending.
+	twins := map[string]string{"pool": "twins"}
+	schedNode(t, admin, "twin-a", "4", twins)
+	schedNode(t, admin, "twin-b", "4", twins)
+	for i := range 3 {
+		wg.Go(func() {
+			p := schedPod(fmt.Sprintf("db-%d", i), "", twins)
+			p.Labels = map[string]string{"app": "db"}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+				TopologyKey:   corev1.LabelHostname,
+			}}}}
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "two twins bound apart, the third unschedulable", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			return err
+		}
+		var on []string
+		pending := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				on = append(on, p.Spec.NodeName)
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && strings.Contains(cond.Message, "2 node(s) didn't match pod anti-affinity rules") {
+					pending++
+				}
+			}
+		}
+		slices.Sort(on)
+		if !slices.Equal(on, []string{"twin-a", "twin-b"}) || pending != 1 {
+			return fmt.Errorf("twins on %q, %d refused for anti-affinity", on, pending)
+		}
+		return nil
+	})
 }
 
 // Two schedulers elect one leader; when it is killed the other takes over

@@ -15,11 +15,15 @@ type podInfo struct {
 	pod               *corev1.Pod
 	requests, nonZero resources
 	ports             []hostPort
+	// affinity and antiAffinity are its required pod (anti-)affinity.
+	affinity, antiAffinity []affinityTerm
 }
 
 func newPodInfo(pod *corev1.Pod) *podInfo {
 	requests, nonZero := podRequests(pod)
-	return &podInfo{pod: pod, requests: requests, nonZero: nonZero, ports: hostPorts(pod)}
+	p := &podInfo{pod: pod, requests: requests, nonZero: nonZero, ports: hostPorts(pod)}
+	p.affinity, p.antiAffinity = requiredTerms(pod)
+	return p
 }
 
 // nodeInfo is a node and the pods assigned or assumed on it. A nodeInfo
@@ -40,6 +44,9 @@ type nodeInfo struct {
 	usedPorts []hostPort
 	// images are the sizes of the node's images by name.
 	images map[string]int64
+	// antiAffinityPods are the pods with required anti-affinity, which
+	// every cycle checks.
+	antiAffinityPods []*podInfo
 }
 
 func (n *nodeInfo) clone() *nodeInfo {
@@ -48,6 +55,7 @@ func (n *nodeInfo) clone() *nodeInfo {
 	c.requested = n.requested.clone()
 	c.nonZeroRequested = n.nonZeroRequested.clone()
 	c.usedPorts = slices.Clone(n.usedPorts)
+	c.antiAffinityPods = slices.Clone(n.antiAffinityPods)
 	return &c
 }
 
@@ -71,6 +79,9 @@ func (n *nodeInfo) withPod(p *podInfo) *nodeInfo {
 	c.requested.add(p.requests, 1)
 	c.nonZeroRequested.add(p.nonZero, 1)
 	c.usedPorts = append(c.usedPorts, p.ports...)
+	if len(p.antiAffinity) > 0 {
+		c.antiAffinityPods = append(c.antiAffinityPods, p)
+	}
 	return c
 }
 
@@ -88,6 +99,7 @@ func (n *nodeInfo) withoutPod(uid types.UID) *nodeInfo {
 	for _, q := range c.pods {
 		c.usedPorts = append(c.usedPorts, q.ports...)
 	}
+	c.antiAffinityPods = slices.DeleteFunc(c.antiAffinityPods, func(q *podInfo) bool { return q.pod.UID == uid })
 	return c
 }
 
@@ -149,7 +161,7 @@ func (c *cache) removeNode(name string) {
 		return
 	}
 	// Its pods still count until they are gone, should it come back.
-	c.nodes[name] = &nodeInfo{name: name, pods: n.pods, requested: n.requested, nonZeroRequested: n.nonZeroRequested, usedPorts: n.usedPorts}
+	c.nodes[name] = &nodeInfo{name: name, pods: n.pods, requested: n.requested, nonZeroRequested: n.nonZeroRequested, usedPorts: n.usedPorts, antiAffinityPods: n.antiAffinityPods}
 }
 
 // addPod records a pod the informer shows assigned to a node; it confirms

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -44,6 +45,7 @@ func filters() []filter {
 		{name: "NodeAffinity", filter: nodeAffinity},
 		{name: "NodePorts", filter: nodePorts},
 		{name: "NodeResourcesFit", filter: nodeResourcesFit},
+		{name: "InterPodAffinity", prepare: prepareInterPodAffinity, filter: interPodAffinity},
 	}
 }
 
@@ -58,10 +60,13 @@ type podCycle struct {
 	preferredAffinity *nodeaffinity.PreferredSchedulingTerms
 	// imageNodes is how many nodes hold each of the pod's images.
 	imageNodes map[string]int
+	// nsLabels are the labels of a namespace, for namespace selectors.
+	nsLabels func(namespace string) labels.Set
+	interPod *affinityState
 }
 
-func newPodCycle(info *podInfo, nodes []*nodeInfo) *podCycle {
-	c := &podCycle{podInfo: info, nodes: nodes, requiredAffinity: nodeaffinity.GetRequiredNodeAffinity(info.pod)}
+func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.Set) *podCycle {
+	c := &podCycle{podInfo: info, nodes: nodes, nsLabels: nsLabels, requiredAffinity: nodeaffinity.GetRequiredNodeAffinity(info.pod)}
 	if a := info.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
 		// Invalid terms were refused by validation; any left match nothing.
 		c.preferredAffinity, _ = nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)

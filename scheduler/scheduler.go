@@ -16,10 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -140,6 +142,21 @@ type scheduler struct {
 	// scheduling goroutine uses it.
 	nextStart int
 	rand      *rand.Rand
+	// namespaces lists namespaces, for the namespace selectors of pod
+	// affinity terms.
+	namespaces corelisters.NamespaceLister
+}
+
+// namespaceLabels are the labels of a namespace; none if it is unknown.
+func (s *scheduler) namespaceLabels(name string) labels.Set {
+	if s.namespaces == nil {
+		return nil
+	}
+	ns, err := s.namespaces.Get(name)
+	if err != nil {
+		return nil
+	}
+	return ns.Labels
 }
 
 // schedule runs the informers, the queue and the scheduling loop until
@@ -168,6 +185,9 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	}))
 	pods := podFactory.Core().V1().Pods().Informer()
 	nodes := factory.Core().V1().Nodes().Informer()
+	namespaces := factory.Core().V1().Namespaces()
+	nsInformer := namespaces.Informer() // before Start, which starts only those asked for
+	s.namespaces = namespaces.Lister()
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    s.podAdded,
 		UpdateFunc: s.podUpdated,
@@ -186,7 +206,7 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	podFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer podFactory.Shutdown()
-	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced) {
 		return ctx.Err()
 	}
 	var wg sync.WaitGroup
@@ -319,7 +339,7 @@ func (s *scheduler) schedulePod(pod *corev1.Pod, nodes []*nodeInfo) (string, err
 	if len(nodes) == 0 {
 		return "", &fitError{}
 	}
-	c := newPodCycle(newPodInfo(pod), nodes)
+	c := newPodCycle(newPodInfo(pod), nodes, s.namespaceLabels)
 	for _, f := range s.profile.filters {
 		if f.prepare != nil {
 			f.prepare(c)

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,7 +258,7 @@ func TestFeasibleNodesToFind(t *testing.T) {
 func TestBalancedAllocation(t *testing.T) {
 	// cpu half used, memory a quarter: 100 - |0.5-0.25|/2*100.
 	s := newTestScheduler([]*corev1.Node{node("a", "4", "8Gi", 110)})
-	c := newPodCycle(newPodInfo(pod("p", "2", "2Gi")), s.cache.snapshot())
+	c := newPodCycle(newPodInfo(pod("p", "2", "2Gi")), s.cache.snapshot(), s.namespaceLabels)
 	if got := balancedAllocationScore(c, s.cache.snapshot()[0]); got != 87 {
 		t.Errorf("balanced allocation %d, want 87", got)
 	}
@@ -308,5 +309,67 @@ func TestQueue(t *testing.T) {
 	q.remove(qp.pod.UID)
 	if len(q.backoff) != 0 || len(q.all) != 1 {
 		t.Errorf("removed pod still queued")
+	}
+}
+
+// Required pod anti-affinity keeps twins apart, and required affinity
+// keeps a pod with the pods it needs; the first of a group goes anywhere.
+func TestInterPodAffinity(t *testing.T) {
+	zone := func(z string) func(*corev1.Node) { return func(n *corev1.Node) { n.Labels["zone"] = z } }
+	app := func(v string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{"app": v} }
+	}
+	term := func(key string) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, TopologyKey: key}
+	}
+	anti := func(key string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(key)}}}
+		}
+	}
+	with := func(key string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(key)}}}
+		}
+	}
+	nodes := []*corev1.Node{node("a", "4", "8Gi", 110, zone("1")), node("b", "4", "8Gi", 110, zone("1")), node("c", "4", "8Gi", 110, zone("2"))}
+	for _, tc := range []struct {
+		name    string
+		pods    []*corev1.Pod
+		pod     *corev1.Pod
+		want    []string // any of
+		wantErr string
+	}{
+		{name: "twin apart by host", pods: []*corev1.Pod{pod("db-0", "", "", app("db"), anti("kubernetes.io/hostname"), onNode("a"))},
+			pod: pod("db-1", "", "", app("db"), anti("kubernetes.io/hostname")), want: []string{"b", "c"}},
+		{name: "twin apart by zone", pods: []*corev1.Pod{pod("db-0", "", "", app("db"), anti("zone"), onNode("a"))},
+			pod: pod("db-1", "", "", app("db"), anti("zone")), want: []string{"c"}},
+		{name: "existing pod's anti-affinity", pods: []*corev1.Pod{pod("guard", "", "", anti("zone"), onNode("c"))},
+			pod: pod("db-1", "", "", app("db")), want: []string{"a", "b"}},
+		{name: "no room for a third twin by zone",
+			pods:    []*corev1.Pod{pod("db-0", "", "", app("db"), anti("zone"), onNode("a")), pod("db-1", "", "", app("db"), anti("zone"), onNode("c"))},
+			pod:     pod("db-2", "", "", app("db"), anti("zone")),
+			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."},
+		{name: "affinity with db's zone", pods: []*corev1.Pod{pod("db-0", "", "", app("db"), onNode("c"))},
+			pod: pod("web", "", "", with("zone")), want: []string{"c"}},
+		{name: "affinity, no db anywhere", pod: pod("web", "", "", with("zone")),
+			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."},
+		{name: "first of its group", pod: pod("db-0", "", "", app("db"), with("zone")), want: []string{"a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestScheduler(nodes, tc.pods...)
+			for range 10 {
+				host, err := s.schedulePod(tc.pod, s.cache.snapshot())
+				if tc.wantErr != "" {
+					if err == nil || err.Error() != tc.wantErr {
+						t.Fatalf("scheduled on %q, %v; want %q", host, err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil || !slices.Contains(tc.want, host) {
+					t.Fatalf("scheduled on %q, %v; want one of %q", host, err, tc.want)
+				}
+			}
+		})
 	}
 }
