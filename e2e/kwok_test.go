@@ -33,6 +33,13 @@ const (
 	// kwokStage is the file in kwok's module holding the Stage that kwokctl
 	// clusters use to make a new Node Ready. kwok has no Stage built in.
 	kwokStage = "kustomize/stage/node/fast/node-initialize.yaml"
+	// kwokPodStages holds the Stages that kwokctl clusters use to run the
+	// pods bound to its nodes: Running and Ready, deleted when asked.
+	kwokPodStages = "kustomize/stage/pod/fast"
+	// kwokLayout names the set of files buildKwok keeps beside the
+	// binary; a new set needs a new name, since a directory that exists
+	// is taken as complete.
+	kwokLayout = "2"
 	// kwokBuildTimeout bounds a build from nothing, the download of
 	// kwok's dependencies and their compilation (a minute and a half on
 	// two cores), well within go test's default timeout of ten minutes.
@@ -161,9 +168,10 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// kwokBuild is a kwok binary and the Stage file it runs with.
+// kwokBuild is a kwok binary and the Stage files it runs with: stage for
+// Nodes, podStages for the pods on them.
 type kwokBuild struct {
-	bin, stage string
+	bin, stage, podStages string
 }
 
 // buildKwok returns kwokVersion's binary and Stage from the user's cache
@@ -176,8 +184,8 @@ func buildKwok(t *testing.T) kwokBuild {
 		kwokUnavailable(t, err)
 	}
 	parent := filepath.Join(cache, "trustplane-test")
-	dir := filepath.Join(parent, "kwok-"+kwokVersion)
-	b := kwokBuild{bin: filepath.Join(dir, "kwok"), stage: filepath.Join(dir, filepath.Base(kwokStage))}
+	dir := filepath.Join(parent, "kwok-"+kwokVersion+"-"+kwokLayout)
+	b := kwokBuild{bin: filepath.Join(dir, "kwok"), stage: filepath.Join(dir, filepath.Base(kwokStage)), podStages: filepath.Join(dir, "pod-stages.yaml")}
 	if _, err := os.Stat(dir); err == nil {
 		return b
 	}
@@ -240,6 +248,22 @@ func installKwok(ctx context.Context, parent, dir string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, filepath.Base(kwokStage)), stage, 0o644); err != nil {
+		return err
+	}
+	// The pod Stages in one file of YAML documents, as kwok reads them.
+	podStages, err := filepath.Glob(filepath.Join(mod.Dir, kwokPodStages, "pod-*.yaml"))
+	if err != nil || len(podStages) == 0 {
+		return fmt.Errorf("no pod Stages in %s: %v", filepath.Join(mod.Dir, kwokPodStages), err)
+	}
+	var all []byte
+	for _, f := range podStages {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		all = append(append(all, "---\n"...), b...)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "pod-stages.yaml"), all, 0o644); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {

@@ -177,5 +177,6 @@ this machine, freshly started: the peak counts from its start.`,
 	fs.BoolVar(&f.watchList, "watch-list", false, "with --hold, watch with the watch-list protocol (sendInitialEvents) as client-go informers do")
 	fs.IntVar(&f.pid, "apiserver-pid", 0, "with --hold, the PID of the API server process, whose memory is read from /proc")
 	fs.StringVarP(&f.output, "output", "o", f.output, "output format: table or json")
+	cmd.AddCommand(newBenchSchedulerCommand())
 	return cmd
 }

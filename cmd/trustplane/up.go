@@ -10,6 +10,7 @@ import (
 
 	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/datadir"
+	"github.com/trustplane/trustplane/scheduler"
 )
 
 func newUpCommand() *cobra.Command {
@@ -18,12 +19,14 @@ func newUpCommand() *cobra.Command {
 	var mem memoryLimitFlag
 	var etcdServers []string
 	runControllers := true
+	runSched := true
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Initialise the data directory if needed and run etcd, the API server and the controllers",
+		Short: "Initialise the data directory if needed and run etcd, the API server, the scheduler and the controllers",
 		Long: `Run a control plane in one process: etcd (unless --etcd-servers names an external
-one), the API server and the controller manager (unless --controllers=false),
-each connecting to the others over mutual TLS with its own credentials.
+one), the API server, the scheduler (unless --scheduler=false) and the
+controller manager (unless --controllers=false), each connecting to the
+others over mutual TLS with its own credentials.
 SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,16 +72,19 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			if err != nil {
 				return err
 			}
-			// The API server stops after the controller manager, which
-			// gives its Lease up on the way out.
+			// The API server stops after the controller manager and the
+			// scheduler, which give their Leases up on the way out.
 			serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 			defer stopServer()
-			managerDone := make(chan struct{})
+			managerDone, schedulerDone := make(chan struct{}), make(chan struct{})
 			go func() {
 				<-ctx.Done()
-				select {
-				case <-managerDone:
-				case <-time.After(5 * time.Second):
+				timeout := time.After(5 * time.Second)
+				for _, done := range []chan struct{}{managerDone, schedulerDone} {
+					select {
+					case <-done:
+					case <-timeout:
+					}
 				}
 				stopServer()
 			}()
@@ -86,6 +92,19 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "trustplane is up: API server at %s\n", f.serverURL())
 				fmt.Fprintf(out, "export KUBECONFIG=%s\n", abs)
+				if runSched {
+					go func() {
+						defer close(schedulerDone)
+						f := newSchedulerFlags()
+						f.kubeconfig = datadir.Layout{Dir: o.DataDir}.Kubeconfig("scheduler")
+						if err := runScheduler(ctx, f, scheduler.NewIdentity(), logger.With("component", "scheduler")); err != nil {
+							logger.Error("scheduler failed; stopping", "err", err)
+							cancel()
+						}
+					}()
+				} else {
+					close(schedulerDone)
+				}
 				if !runControllers {
 					close(managerDone)
 					return
@@ -106,6 +125,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	f.addTo(cmd.Flags())
 	e.addTo(cmd.Flags())
 	mem.addTo(cmd.Flags())
+	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd

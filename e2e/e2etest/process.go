@@ -155,6 +155,17 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a crash would, and waits for it
+// to exit; the test's end then expects nothing more of it.
+func (p *Process) Kill() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // PID returns the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

@@ -1,0 +1,406 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trustplane/trustplane/e2e/e2etest"
+)
+
+// schedNode creates a Node with the allocatable given and Ready, and its
+// hostname label, as a node agent would report it, and labels and taints.
+func schedNode(t *testing.T, client kubernetes.Interface, name, cpu string, labels map[string]string, taints ...corev1.Taint) {
+	t.Helper()
+	ctx := t.Context()
+	all := map[string]string{corev1.LabelHostname: name}
+	for k, v := range labels {
+		all[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all}, Spec: corev1.NodeSpec{Taints: taints}}
+	n, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	n.Status.Capacity, n.Status.Allocatable = resources, resources
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node %s status: %v", name, err)
+	}
+}
+
+// schedPod is a pod that asks for cpu, with a node selector.
+func schedPod(name, cpu string, selector map[string]string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		NodeSelector: selector,
+		Containers:   []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+	}}
+	if cpu != "" {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	return p
+}
+
+// A pod that fits nowhere stays Pending with kube's FailedScheduling
+// event and PodScheduled condition, and is bound as soon as a node it
+// fits appears. Pods created at once never overbook a node.
+func TestScheduler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t)
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+
+	pool := map[string]string{"pool": "small"}
+	schedNode(t, admin, "infra", "4", pool, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
+	schedNode(t, admin, "small-1", "1", pool)
+	schedNode(t, admin, "small-2", "1", pool)
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod("big", "2", pool), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu."
+	waitFor(t, "FailedScheduling of a pod that fits nowhere", func(ctx context.Context) error {
+		events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == "big" && ev.Reason == "FailedScheduling" {
+				if ev.Type == corev1.EventTypeWarning && ev.Message == want {
+					return nil
+				}
+				seen = append(seen, ev.Type+" "+ev.Message)
+			}
+		}
+		return fmt.Errorf("events of big: %q, want Warning %q", seen, want)
+	})
+	waitFor(t, "PodScheduled False", func(ctx context.Context) error {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "big", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable && cond.Message == want {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", p.Status.Conditions)
+	})
+	if p, err := admin.CoreV1().Pods("default").Get(ctx, "big", metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
+		t.Fatalf("big: node %q, %v; want none", p.Spec.NodeName, err)
+	}
+	added := time.Now()
+	schedNode(t, admin, "large", "4", pool)
+	waitFor(t, "big bound to the node that fits", func(ctx context.Context) error {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, "big", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Spec.NodeName != "large" {
+			return fmt.Errorf("on node %q", p.Spec.NodeName)
+		}
+		return nil
+	})
+	t.Logf("bound %s after the node that fits was added", time.Since(added).Round(time.Millisecond))
+
+	// Three nodes of two CPUs, ten pods of one created at once: six
+	// bound, two a node, and four left Pending.
+	burst := map[string]string{"pool": "burst"}
+	for i := range 3 {
+		schedNode(t, admin, fmt.Sprintf("burst-%d", i), "2", burst)
+	}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod(fmt.Sprintf("burst-%d", i), "1", burst), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var perNode map[string]int
+	waitFor(t, "six of the ten pods bound", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		perNode = map[string]int{}
+		bound, failed := 0, 0
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Name, "burst-") {
+				continue
+			}
+			if p.Spec.NodeName != "" {
+				perNode[p.Spec.NodeName]++
+				bound++
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+					failed++
+				}
+			}
+		}
+		if bound != 6 || failed != 4 {
+			return fmt.Errorf("%d bound %v, %d unschedulable", bound, perNode, failed)
+		}
+		return nil
+	})
+	for node, n := range perNode {
+		if n > 2 {
+			t.Errorf("node %s has %d pods of 1 CPU, with 2 CPUs", node, n)
+		}
+	}
+
+	// Twins with required anti-affinity by host, created at once, never
+	// share a node: two nodes, two twins bound apart, the third Pending.
+	twins := map[string]string{"pool": "twins"}
+	schedNode(t, admin, "twin-a", "4", twins)
+	schedNode(t, admin, "twin-b", "4", twins)
+	for i := range 3 {
+		wg.Go(func() {
+			p := schedPod(fmt.Sprintf("db-%d", i), "", twins)
+			p.Labels = map[string]string{"app": "db"}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+				TopologyKey:   corev1.LabelHostname,
+			}}}}
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "two twins bound apart, the third unschedulable", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			return err
+		}
+		var on []string
+		pending := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				on = append(on, p.Spec.NodeName)
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && strings.Contains(cond.Message, "2 node(s) didn't match pod anti-affinity rules") {
+					pending++
+				}
+			}
+		}
+		slices.Sort(on)
+		if !slices.Equal(on, []string{"twin-a", "twin-b"}) || pending != 1 {
+			return fmt.Errorf("twins on %q, %d refused for anti-affinity", on, pending)
+		}
+		return nil
+	})
+}
+
+// Two schedulers elect one leader; when it is killed the other takes over
+// within the lease duration (and the retry period that notices), and no
+// pod is ever bound twice, by the audit log's Binding events.
+func TestSchedulerLeaderElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	const (
+		lease = 4 * time.Second
+		retry = 500 * time.Millisecond
+	)
+	c := e2etest.StartCluster(t, "--scheduler=false")
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	schedulers := map[string]*e2etest.Process{}
+	for range 2 {
+		p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "scheduler", "--kubeconfig", c.Kubeconfig("scheduler"),
+			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", retry.String()))
+		id := strings.TrimPrefix(p.WaitLine(t, "scheduler running as "), "scheduler running as ")
+		schedulers[id] = p
+	}
+	holder := func(ctx context.Context) (string, error) {
+		l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if l.Spec.HolderIdentity == nil || schedulers[*l.Spec.HolderIdentity] == nil {
+			return "", fmt.Errorf("holder %v is neither scheduler", l.Spec.HolderIdentity)
+		}
+		return *l.Spec.HolderIdentity, nil
+	}
+	var leader string
+	waitFor(t, "a leader", func(ctx context.Context) (err error) {
+		leader, err = holder(ctx)
+		return err
+	})
+	for i := range 3 {
+		schedNode(t, admin, fmt.Sprintf("node-%d", i), "100", nil)
+	}
+
+	// Pods are created all along, the handover included.
+	var (
+		mu      sync.Mutex
+		created []string
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			name := fmt.Sprintf("p-%d", i)
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod(name, "10m", nil), metav1.CreateOptions{}); err != nil {
+				t.Errorf("create %s: %v", name, err)
+				return
+			}
+			mu.Lock()
+			created = append(created, name)
+			mu.Unlock()
+		}
+	})
+	time.Sleep(time.Second) // pods created while the first leader leads
+	killed := time.Now()
+	schedulers[leader].Kill()
+	var next string
+	for {
+		h, err := holder(ctx)
+		if err == nil && h != leader {
+			next = h
+			break
+		}
+		if time.Since(killed) > 3*lease {
+			t.Fatalf("no new leader %s after the leader was killed", time.Since(killed))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	handover := time.Since(killed)
+	t.Logf("leader %s killed; %s leads after %s", leader, next, handover.Round(time.Millisecond))
+	if handover > lease+3*retry {
+		t.Errorf("handover took %s, want within the lease duration %s (and the retry period %s)", handover, lease, retry)
+	}
+	time.Sleep(time.Second) // pods created under the new leader
+	close(stop)
+	wg.Wait()
+
+	waitFor(t, "every pod bound", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var unbound []string
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				unbound = append(unbound, p.Name)
+			}
+		}
+		if len(unbound) > 0 {
+			return fmt.Errorf("not bound: %v", unbound)
+		}
+		return nil
+	})
+	// Stop the survivor so that the audit log holds every binding.
+	if err := schedulers[next].Stop(); err != nil {
+		t.Error(err)
+	}
+	bindings := map[string]int{}
+	binders := map[string]bool{}
+	for _, ev := range readAudit(t, c.AuditLog()) {
+		if ev.Verb == "create" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource == "binding" &&
+			ev.ResponseStatus != nil && ev.ResponseStatus.Code == 201 {
+			bindings[ev.ObjectRef.Name]++
+			binders[ev.User.Username] = true
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(created) < 20 {
+		t.Errorf("only %d pods created", len(created))
+	}
+	for _, name := range created {
+		if n := bindings[name]; n != 1 {
+			t.Errorf("pod %s bound %d times, want once", name, n)
+		}
+	}
+	if users := slices.Sorted(func(yield func(string) bool) {
+		for u := range binders {
+			if !yield(u) {
+				return
+			}
+		}
+	}); !slices.Equal(users, []string{"system:kube-scheduler"}) {
+		t.Errorf("bindings by %q, want system:kube-scheduler only", users)
+	}
+}
+
+// Pods are placed on nodes kwok simulates, which run them.
+func TestKwokScheduling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	kwok := buildKwok(t)
+	c := e2etest.StartCluster(t)
+	cmd := exec.Command(kwok.bin,
+		"--kubeconfig="+c.AdminConf(),
+		"--config="+kwok.stage,
+		"--config="+kwok.podStages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
+	)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	e2etest.Start(t, cmd)
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	for i := range 2 {
+		_, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:        fmt.Sprintf("kwok-%d", i),
+			Annotations: map[string]string{kwokAnnotation: "fake"},
+			Labels:      map[string]string{"type": "kwok"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod(fmt.Sprintf("web-%d", i), "100m", map[string]string{"type": "kwok"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := map[string]int{}
+	waitFor(t, "pods Running on the kwok nodes", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		clear(nodes)
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Spec.NodeName, "kwok-") {
+				return fmt.Errorf("%s on %q is %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+			}
+			nodes[p.Spec.NodeName]++
+		}
+		if len(pods.Items) != 4 {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return nil
+	})
+	t.Logf("pods per node: %v", nodes)
+}

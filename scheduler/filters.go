@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// The reasons a node does not fit, in kube-scheduler's words: they make
+// up the FailedScheduling message ("0/3 nodes are available: 1 node(s)
+// were unschedulable, 2 Insufficient cpu.").
+const (
+	reasonNodeName          = "node(s) didn't match the requested node name"
+	reasonUnschedulable     = "node(s) were unschedulable"
+	reasonNodeAffinity      = "node(s) didn't match Pod's node affinity/selector"
+	reasonNodePorts         = "node(s) didn't have free ports for the requested pod ports"
+	reasonTooManyPods       = "Too many pods"
+	reasonInsufficientFmt   = "Insufficient %s"
+	reasonUntoleratedTaint  = "node(s) had untolerated taint {%s: %s}"
+	reasonUnknownConditions = "node(s) had unknown conditions"
+)
+
+// A filter says why a node cannot take the pod of a cycle: nil when it
+// can. prepare, if set, runs once per cycle before the filter, over every
+// node, for what the filter compares against the whole cluster.
+type filter struct {
+	name    string
+	prepare func(c *podCycle)
+	filter  func(c *podCycle, n *nodeInfo) []string
+}
+
+// filters are kube's default profile's, in its order; a node's reasons
+// are those of the first filter it fails, as kube reports them.
+func filters() []filter {
+	return []filter{
+		{name: "NodeUnschedulable", filter: nodeUnschedulable},
+		{name: "NodeName", filter: nodeName},
+		{name: "TaintToleration", filter: taintToleration},
+		{name: "NodeAffinity", filter: nodeAffinity},
+		{name: "NodePorts", filter: nodePorts},
+		{name: "NodeResourcesFit", filter: nodeResourcesFit},
+		{name: "InterPodAffinity", prepare: prepareInterPodAffinity, filter: interPodAffinity},
+	}
+}
+
+// podCycle is the pod being scheduled, with what the filters and scores
+// read of it computed once, and the nodes of the snapshot it is scheduled
+// against.
+type podCycle struct {
+	*podInfo
+	nodes            []*nodeInfo
+	requiredAffinity nodeaffinity.RequiredNodeAffinity
+	// preferredAffinity is nil when the pod prefers nothing.
+	preferredAffinity *nodeaffinity.PreferredSchedulingTerms
+	// imageNodes is how many nodes hold each of the pod's images.
+	imageNodes map[string]int
+	// nsLabels are the labels of a namespace, for namespace selectors.
+	nsLabels func(namespace string) labels.Set
+	interPod *affinityState
+}
+
+func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.Set) *podCycle {
+	c := &podCycle{podInfo: info, nodes: nodes, nsLabels: nsLabels, requiredAffinity: nodeaffinity.GetRequiredNodeAffinity(info.pod)}
+	if a := info.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		// Invalid terms were refused by validation; any left match nothing.
+		c.preferredAffinity, _ = nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return c
+}
+
+func nodeUnschedulable(c *podCycle, n *nodeInfo) []string {
+	if !n.node.Spec.Unschedulable {
+		return nil
+	}
+	// Cordoned nodes are tainted so in kube; a pod may tolerate it.
+	taint := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	if corev1helpers.TolerationsTolerateTaint(klog.Background(), c.pod.Spec.Tolerations, taint, false) {
+		return nil
+	}
+	return []string{reasonUnschedulable}
+}
+
+func nodeName(c *podCycle, n *nodeInfo) []string {
+	if c.pod.Spec.NodeName == "" || c.pod.Spec.NodeName == n.name {
+		return nil
+	}
+	return []string{reasonNodeName}
+}
+
+// taintToleration refuses a node with a NoSchedule or NoExecute taint the
+// pod does not tolerate; PreferNoSchedule only scores.
+func taintToleration(c *podCycle, n *nodeInfo) []string {
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.node.Spec.Taints, c.pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
+	if !untolerated {
+		return nil
+	}
+	return []string{fmt.Sprintf(reasonUntoleratedTaint, taint.Key, taint.Value)}
+}
+
+// nodeAffinity is the pod's nodeSelector and its required node affinity.
+func nodeAffinity(c *podCycle, n *nodeInfo) []string {
+	if ok, err := c.requiredAffinity.Match(n.node); ok && err == nil {
+		return nil
+	}
+	return []string{reasonNodeAffinity}
+}
+
+// hostPort is a port a container takes on its node.
+type hostPort struct {
+	ip       string
+	protocol corev1.Protocol
+	port     int32
+}
+
+func hostPorts(pod *corev1.Pod) []hostPort {
+	var out []hostPort
+	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, ctr := range containers {
+			for _, p := range ctr.Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
+				if hp.ip == "" {
+					hp.ip = "0.0.0.0"
+				}
+				if hp.protocol == "" {
+					hp.protocol = corev1.ProtocolTCP
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	return out
+}
+
+// conflicts: the same port and protocol, on the same address or one of
+// them on every address.
+func (p hostPort) conflicts(q hostPort) bool {
+	return p.port == q.port && p.protocol == q.protocol && (p.ip == q.ip || p.ip == "0.0.0.0" || q.ip == "0.0.0.0")
+}
+
+func nodePorts(c *podCycle, n *nodeInfo) []string {
+	for _, want := range c.ports {
+		if slices.ContainsFunc(n.usedPorts, want.conflicts) {
+			return []string{reasonNodePorts}
+		}
+	}
+	return nil
+}
+
+// nodeResourcesFit refuses a node without room left for the pod's
+// requests, each resource short a reason of its own, in kube's order: the
+// number of pods, cpu, memory, ephemeral storage, then the others.
+func nodeResourcesFit(c *podCycle, n *nodeInfo) []string {
+	var reasons []string
+	if int64(len(n.pods))+1 > n.allowedPods {
+		reasons = append(reasons, reasonTooManyPods)
+	}
+	want, alloc, used := c.requests, n.allocatable, n.requested
+	if want.milliCPU > 0 && want.milliCPU > alloc.milliCPU-used.milliCPU {
+		reasons = append(reasons, fmt.Sprintf(reasonInsufficientFmt, corev1.ResourceCPU))
+	}
+	if want.memory > 0 && want.memory > alloc.memory-used.memory {
+		reasons = append(reasons, fmt.Sprintf(reasonInsufficientFmt, corev1.ResourceMemory))
+	}
+	if want.ephemeral > 0 && want.ephemeral > alloc.ephemeral-used.ephemeral {
+		reasons = append(reasons, fmt.Sprintf(reasonInsufficientFmt, corev1.ResourceEphemeralStorage))
+	}
+	var short []string
+	for name, v := range want.scalar {
+		if v > alloc.scalar[name]-used.scalar[name] {
+			short = append(short, fmt.Sprintf(reasonInsufficientFmt, name))
+		}
+	}
+	slices.Sort(short)
+	return append(reasons, short...)
+}
+
+// fitError is a pod that fits on no node, and why: kube's message.
+type fitError struct {
+	numNodes int
+	// reasons counts the nodes by each reason they gave.
+	reasons map[string]int
+}
+
+func (e *fitError) Error() string {
+	if e.numNodes == 0 {
+		return "no nodes available to schedule pods"
+	}
+	var parts []string
+	for reason, n := range e.reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
+	}
+	// kube sorts the strings, counts and all.
+	slices.Sort(parts)
+	msg := fmt.Sprintf("0/%d nodes are available:", e.numNodes)
+	if len(parts) > 0 {
+		msg += " " + strings.Join(parts, ", ") + "."
+	}
+	return msg
+}

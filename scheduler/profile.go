@@ -1,0 +1,74 @@
+package scheduler
+
+// Profile is how pods of one scheduler name are placed: which filters
+// and scores run, with what weights.
+type Profile struct {
+	// SchedulerName is the spec.schedulerName of the pods it places.
+	SchedulerName string
+	// PercentageOfNodesToScore bounds how many feasible nodes a cycle
+	// looks for before it scores them, in percent of the nodes; 0 is
+	// kube's adaptive default.
+	PercentageOfNodesToScore int
+	filters                  []filter
+	scorers                  []scorer
+}
+
+// DefaultProfile is kube-scheduler's default profile, for the plugins
+// trustplane has.
+func DefaultProfile() *Profile {
+	return &Profile{SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers()}
+}
+
+// kube never looks for fewer feasible nodes than this, nor for fewer than
+// this percentage of them.
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+)
+
+// feasibleNodesToFind is how many feasible nodes a cycle looks for among
+// n: all of a small cluster; of a large one a share that shrinks as it
+// grows (50% less 1% per 125 nodes, at least 5%), as kube's, enough to
+// place pods well without filtering every node for every pod.
+func (p *Profile) feasibleNodesToFind(n int) int {
+	if n < minFeasibleNodesToFind || p.PercentageOfNodesToScore >= 100 {
+		return n
+	}
+	pct := p.PercentageOfNodesToScore
+	if pct <= 0 {
+		pct = max(50-n/125, minFeasibleNodesPercentageToFind)
+	}
+	return max(n*pct/100, minFeasibleNodesToFind)
+}
+
+// runFilters returns why the node does not fit the pod: the reasons of
+// the first filter that refuses it; none when it fits.
+func (p *Profile) runFilters(c *podCycle, n *nodeInfo) []string {
+	for _, f := range p.filters {
+		if why := f.filter(c, n); len(why) > 0 {
+			return why
+		}
+	}
+	return nil
+}
+
+// score is each feasible node's weighted sum of the normalized scores.
+func (p *Profile) score(c *podCycle, feasible []*nodeInfo) []int64 {
+	total := make([]int64, len(feasible))
+	raw := make([]int64, len(feasible))
+	for _, s := range p.scorers {
+		if s.weight == 0 || s.prepare != nil && !s.prepare(c) {
+			continue
+		}
+		for i, n := range feasible {
+			raw[i] = s.score(c, n)
+		}
+		if s.normalize != nil {
+			s.normalize(raw)
+		}
+		for i := range total {
+			total[i] += raw[i] * s.weight
+		}
+	}
+	return total
+}

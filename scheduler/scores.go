@@ -1,0 +1,202 @@
+package scheduler
+
+import (
+	"math"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+)
+
+// maxNodeScore is the most a score gives a node, after normalizing.
+const maxNodeScore = 100
+
+// A scorer ranks the nodes that fit: score gives each its raw score,
+// normalize (if set) brings them to 0..maxNodeScore over all of them, and
+// the weight multiplies the result. prepare, if set, runs once per cycle
+// first; it returns false when the scorer has nothing to say about this
+// pod, which counts as 0 on every node.
+type scorer struct {
+	name      string
+	weight    int64
+	prepare   func(c *podCycle) bool
+	score     func(c *podCycle, n *nodeInfo) int64
+	normalize func(scores []int64)
+}
+
+// scorers are kube's default profile's, with its default weights.
+func scorers() []scorer {
+	return []scorer{
+		{name: "TaintToleration", weight: 3, score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
+		{name: "NodeAffinity", weight: 2, prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
+		{name: "NodeResourcesFit", weight: 1, score: leastAllocatedScore},
+		{name: "NodeResourcesBalancedAllocation", weight: 1, prepare: requestsSomething, score: balancedAllocationScore},
+		{name: "ImageLocality", weight: 1, prepare: countImageNodes, score: imageLocalityScore},
+	}
+}
+
+// normalizeScores scales scores to 0..maxNodeScore, the highest raw score
+// getting maxNodeScore, or, reversed, the lowest; all zero stays zero,
+// reversed all maxNodeScore (kube's DefaultNormalizeScore).
+func normalizeScores(scores []int64, reverse bool) {
+	var most int64
+	for _, s := range scores {
+		most = max(most, s)
+	}
+	for i, s := range scores {
+		switch {
+		case most == 0 && reverse:
+			scores[i] = maxNodeScore
+		case most == 0:
+		case reverse:
+			scores[i] = maxNodeScore - maxNodeScore*s/most
+		default:
+			scores[i] = maxNodeScore * s / most
+		}
+	}
+}
+
+// taintTolerationScore counts the PreferNoSchedule taints the pod does not
+// tolerate; fewer is better.
+func taintTolerationScore(c *podCycle, n *nodeInfo) int64 {
+	var count int64
+	for i := range n.node.Spec.Taints {
+		t := &n.node.Spec.Taints[i]
+		if t.Effect != corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for _, tol := range c.pod.Spec.Tolerations {
+			if (tol.Effect == "" || tol.Effect == corev1.TaintEffectPreferNoSchedule) && corev1helpers.TolerationsTolerateTaint(klog.Background(), []corev1.Toleration{tol}, t, false) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			count++
+		}
+	}
+	return count
+}
+
+// nodeAffinityScore is the sum of the weights of the preferred terms the
+// node matches.
+func nodeAffinityScore(c *podCycle, n *nodeInfo) int64 {
+	return c.preferredAffinity.Score(n.node)
+}
+
+// leastAllocatedScore favours the nodes with the most CPU and memory left
+// once the pod is on them, each resource counting alike; requests not
+// given count as the defaults, so that empty pods spread too.
+func leastAllocatedScore(c *podCycle, n *nodeInfo) int64 {
+	var sum, resources int64
+	for _, r := range [][2]int64{
+		{n.nonZeroRequested.milliCPU + c.nonZero.milliCPU, n.allocatable.milliCPU},
+		{n.nonZeroRequested.memory + c.nonZero.memory, n.allocatable.memory},
+	} {
+		requested, allocatable := r[0], r[1]
+		if allocatable == 0 {
+			continue
+		}
+		resources++
+		if requested <= allocatable {
+			sum += (allocatable - requested) * maxNodeScore / allocatable
+		}
+	}
+	if resources == 0 {
+		return 0
+	}
+	return sum / resources
+}
+
+// requestsSomething: BalancedAllocation says nothing of a pod that asks
+// for no CPU or memory, which would otherwise pile such pods onto one
+// node (kubernetes/kubernetes#129138).
+func requestsSomething(c *podCycle) bool {
+	return c.requests.milliCPU != 0 || c.requests.memory != 0
+}
+
+// balancedAllocationScore favours the nodes whose CPU and memory would be
+// used in the same proportion once the pod is on them: 100 less the
+// standard deviation of the two fractions used, in percent.
+func balancedAllocationScore(c *podCycle, n *nodeInfo) int64 {
+	var fractions []float64
+	for _, r := range [][2]int64{
+		{n.requested.milliCPU + c.requests.milliCPU, n.allocatable.milliCPU},
+		{n.requested.memory + c.requests.memory, n.allocatable.memory},
+	} {
+		if r[1] == 0 {
+			continue
+		}
+		fractions = append(fractions, min(float64(r[0])/float64(r[1]), 1))
+	}
+	var std float64
+	if len(fractions) == 2 {
+		std = math.Abs(fractions[0]-fractions[1]) / 2
+	}
+	return int64((1 - std) * maxNodeScore)
+}
+
+// ImageLocality's bounds: images below the first count as absent, and a
+// container's image scores at most the second (kube's thresholds).
+const (
+	imageMinThreshold          = 23 << 20
+	imageMaxContainerThreshold = 1000 << 20
+)
+
+// countImageNodes counts the nodes that hold each of the pod's images;
+// when none holds any, every node scores 0.
+func countImageNodes(c *podCycle) bool {
+	c.imageNodes = map[string]int{}
+	found := false
+	for _, ctrs := range [][]corev1.Container{c.pod.Spec.InitContainers, c.pod.Spec.Containers} {
+		for _, ctr := range ctrs {
+			name := normalizedImageName(ctr.Image)
+			if _, done := c.imageNodes[name]; done {
+				continue
+			}
+			count := 0
+			for _, n := range c.nodes {
+				if _, ok := n.images[name]; ok {
+					count++
+				}
+			}
+			c.imageNodes[name] = count
+			found = found || count > 0
+		}
+	}
+	return found
+}
+
+// imageLocalityScore favours nodes that already hold the pod's images,
+// by their size, scaled by how many nodes hold them, so that pods are not
+// all drawn to the one node that has an image.
+func imageLocalityScore(c *podCycle, n *nodeInfo) int64 {
+	if len(n.images) == 0 {
+		return 0
+	}
+	var sum int64
+	containers := 0
+	for _, ctrs := range [][]corev1.Container{c.pod.Spec.InitContainers, c.pod.Spec.Containers} {
+		for _, ctr := range ctrs {
+			containers++
+			name := normalizedImageName(ctr.Image)
+			if size, ok := n.images[name]; ok {
+				sum += int64(float64(size) * float64(c.imageNodes[name]) / float64(len(c.nodes)))
+			}
+		}
+	}
+	most := int64(imageMaxContainerThreshold * containers)
+	sum = min(max(sum, imageMinThreshold), most)
+	return maxNodeScore * (sum - imageMinThreshold) / (most - imageMinThreshold)
+}
+
+// normalizedImageName is name with the tag latest when it has neither tag
+// nor digest, as node status reports images.
+func normalizedImageName(name string) string {
+	if strings.LastIndex(name, ":") <= strings.LastIndex(name, "/") {
+		name += ":latest"
+	}
+	return name
+}
