@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -257,13 +258,26 @@ func setImage(t *testing.T, client kubernetes.Interface, namespace, name, image 
 	}
 }
 
-// The deployment controller that `trustplane up` runs rolls Deployments
-// out as kube's does; a stand-in plays the ReplicaSet controller.
+// deploymentCluster is a cluster whose controller manager, in a process
+// of its own, runs every controller but the ReplicaSet controller, whose
+// part (and the kubelets') a stand-in plays: ReplicaSets are made
+// available at will, without nodes.
+func deploymentCluster(t *testing.T) *e2etest.Cluster {
+	t.Helper()
+	c := e2etest.StartCluster(t, "--controllers=false")
+	p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "controller-manager", "--dir", c.Dir, "--controllers", "*,-replicaset"))
+	p.WaitLine(t, "controller manager running: ")
+	c.WaitForServiceAccount(t, "default")
+	return c
+}
+
+// The deployment controller rolls Deployments out as kube's does; a
+// stand-in plays the ReplicaSet controller.
 func TestDeployments(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
 	}
-	c := e2etest.StartCluster(t)
+	c := deploymentCluster(t)
 	admin, adminCfg := clientFor(t, c.AdminConf())
 	standIn := startStandIn(t, admin)
 
@@ -620,7 +634,7 @@ func TestDeployments(t *testing.T) {
 // `kubectl rollout` works against the deployment controller as on kube:
 // status, history, undo, restart, pause and resume.
 func TestKubectlRollout(t *testing.T) {
-	forEachKubectl(t, func(t *testing.T, k *kubectl, c *e2etest.Cluster) {
+	forEachKubectlOn(t, deploymentCluster, func(t *testing.T, k *kubectl, c *e2etest.Cluster) {
 		admin, _ := clientFor(t, c.AdminConf())
 		startStandIn(t, admin)
 		kc := c.AdminConf()

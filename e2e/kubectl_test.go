@@ -41,13 +41,19 @@ type result struct {
 // the test with -short.
 func forEachKubectl(t *testing.T, test func(t *testing.T, k *kubectl, c *e2etest.Cluster)) {
 	t.Helper()
+	forEachKubectlOn(t, func(t *testing.T) *e2etest.Cluster { return e2etest.StartCluster(t) }, test)
+}
+
+// forEachKubectlOn is forEachKubectl on clusters start starts.
+func forEachKubectlOn(t *testing.T, start func(t *testing.T) *e2etest.Cluster, test func(t *testing.T, k *kubectl, c *e2etest.Cluster)) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
 	}
 	for _, version := range kubectlVersions {
 		t.Run("kubectl-"+version, func(t *testing.T) {
 			t.Parallel()
-			test(t, newKubectl(t, version), e2etest.StartCluster(t))
+			test(t, newKubectl(t, version), start(t))
 		})
 	}
 }
