@@ -277,24 +277,34 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		}
 	})
 	time.Sleep(time.Second) // pods created while the first leader leads
+	before, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	killed := time.Now()
 	schedulers[leader].Kill()
 	var next string
-	for {
+	waitFor(t, "a new leader", func(ctx context.Context) error {
 		h, err := holder(ctx)
-		if err == nil && h != leader {
-			next = h
-			break
+		if err != nil {
+			return err
 		}
-		if time.Since(killed) > 3*lease {
-			t.Fatalf("no new leader %s after the leader was killed", time.Since(killed))
+		if h == leader {
+			return fmt.Errorf("still held by the killed leader %s", h)
 		}
-		time.Sleep(50 * time.Millisecond)
+		next = h
+		return nil
+	})
+	t.Logf("leader %s killed; %s leads after %s (lease %s, retry %s)", leader, next, time.Since(killed).Round(time.Millisecond), lease, retry)
+	// The standby takes over only once the lease has run out: the two
+	// never both lead. (How soon after depends on when it last looked,
+	// and on the load of the machine: a time, not a property.)
+	after, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	handover := time.Since(killed)
-	t.Logf("leader %s killed; %s leads after %s", leader, next, handover.Round(time.Millisecond))
-	if handover > lease+3*retry {
-		t.Errorf("handover took %s, want within the lease duration %s (and the retry period %s)", handover, lease, retry)
+	if acquired, renewed := after.Spec.AcquireTime, before.Spec.RenewTime; acquired == nil || renewed == nil || acquired.Time.Before(renewed.Add(lease)) {
+		t.Errorf("the new leader acquired the lease at %v, the killed one last renewed it at %v or after: the lease (%s) had not run out", acquired, renewed, lease)
 	}
 	time.Sleep(time.Second) // pods created under the new leader
 	close(stop)
