@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn/oidc"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -45,7 +46,18 @@ type Options struct {
 	AdmissionPolicyDir string
 	// AdmissionPolicyTimeout bounds the policies' evaluation per request.
 	AdmissionPolicyTimeout time.Duration
+	// ServiceClusterIPRange is the CIDR Services' cluster IPs come from;
+	// its first address is the kubernetes Service's.
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is the range of node ports, "30000-32767".
+	ServiceNodePortRange string
 }
+
+// Defaults of the Service ranges, as kubeadm's and kube-apiserver's.
+const (
+	DefaultServiceClusterIPRange = "10.96.0.0/12"
+	DefaultServiceNodePortRange  = "30000-32767"
+)
 
 // Defaults of the ServiceAccount token flags, as kube-apiserver's.
 const (
@@ -66,6 +78,8 @@ func NewOptions() *Options {
 		ServiceAccountIssuer:   DefaultServiceAccountIssuer,
 		MaxTokenExpiration:     DefaultMaxTokenExpiration,
 		AdmissionPolicyTimeout: opa.DefaultTimeout,
+		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
+		ServiceNodePortRange:   DefaultServiceNodePortRange,
 	}
 }
 
@@ -94,6 +108,12 @@ func (o *Options) Validate() error {
 	}
 	if o.AdmissionPolicyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--admission-policy-timeout %s must be positive", o.AdmissionPolicyTimeout))
+	}
+	if _, err := allocator.ParseIPRange(o.ServiceClusterIPRange); err != nil {
+		errs = append(errs, fmt.Errorf("--service-cluster-ip-range: %w", err))
+	}
+	if _, err := allocator.ParsePortRange(o.ServiceNodePortRange); err != nil {
+		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -157,7 +177,12 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		etcdClient.Close()
 		return nil, nil, err
 	}
+	// Validate parsed them.
+	serviceIPs, _ := allocator.ParseIPRange(o.ServiceClusterIPRange)
+	nodePorts, _ := allocator.ParsePortRange(o.ServiceNodePortRange)
 	c := &Config{
+		ServiceIPRange:      serviceIPs,
+		NodePortRange:       nodePorts,
 		ServingCert:         serving,
 		ClientCA:            clientCA,
 		Etcd:                etcdClient,

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn"
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/filters"
@@ -92,7 +93,11 @@ type Config struct {
 	// MaxWatchesPerUser bounds the watches one user holds open; beyond
 	// it, 429.
 	MaxWatchesPerUser int
-	Logger            *slog.Logger
+	// ServiceIPRange and NodePortRange are where Services' cluster IPs
+	// and node ports come from.
+	ServiceIPRange allocator.IPRange
+	NodePortRange  allocator.PortRange
+	Logger         *slog.Logger
 
 	// Tests only: extraAdmission plugins go last in the admission chains;
 	// observeWrite is told of each stage a write enters.
@@ -156,6 +161,9 @@ func (c *Config) validate() error {
 	if c.MaxRequestsInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("max requests in flight must be positive, got %d", c.MaxRequestsInFlight))
 	}
+	if c.ServiceIPRange == (allocator.IPRange{}) || c.NodePortRange == (allocator.PortRange{}) {
+		errs = append(errs, errors.New("the service cluster IP and node port ranges are not set"))
+	}
 	if c.Logger == nil {
 		errs = append(errs, errors.New("logger is not set"))
 	}
@@ -187,6 +195,7 @@ type Server struct {
 	policies       policyStage
 	etcd           *clientv3.Client
 	caches         map[schema.GroupResource]*storage.Cacher
+	services       *allocator.Services
 	anonymous      *filters.AnonymousPolicy
 	requestTimeout time.Duration
 }
@@ -215,6 +224,10 @@ func New(c Config) (*Server, error) {
 	caches := map[schema.GroupResource]*storage.Cacher{}
 	for _, res := range reg.Stored() {
 		caches[res.GroupResource()] = storage.NewCacher(store, res.GroupResource(), res.NewObject, watchHistory, c.Logger)
+	}
+	services, err := allocator.New(store, c.ServiceIPRange, c.NodePortRange)
+	if err != nil {
+		return nil, err
 	}
 	indexBindings(caches)
 	indexPods(caches)
@@ -270,6 +283,7 @@ func New(c Config) (*Server, error) {
 		Registry:           reg,
 		Store:              store,
 		Caches:             caches,
+		Allocators:         map[schema.GroupResource]handlers.Allocator{servicesGR: services},
 		ScaleTypes:         scaleTypes,
 		Mutating:           mutating,
 		Validating:         validating,
@@ -305,6 +319,7 @@ func New(c Config) (*Server, error) {
 		limits:         filters.NewLimits(c.MaxRequestBodyBytes, c.RequestTimeout, c.MaxRequestsInFlight),
 		etcd:           c.Etcd,
 		caches:         caches,
+		services:       services,
 		requestTimeout: c.RequestTimeout,
 		resources:      resources,
 		respond:        respond,
@@ -338,7 +353,11 @@ func New(c Config) (*Server, error) {
 // HTTPS on ln until ctx is done. Shutdown stops accepting connections,
 // waits up to 10 seconds for requests in flight, then stops the caches.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	if err := s.bootstrap(ctx); err != nil {
+	err := s.bootstrap(ctx)
+	if err == nil {
+		err = s.bootstrapAPIService(ctx, ln.Addr())
+	}
+	if err != nil {
 		ln.Close()
 		if ctx.Err() != nil {
 			// Stopped while starting: not a failure.

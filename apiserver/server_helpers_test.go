@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trustplane/trustplane/admission/opa"
+	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
@@ -107,6 +108,8 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
 		MaxRequestsInFlight: DefaultMaxRequestsInFlight,
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
+		ServiceIPRange:      mustIPRange(t, DefaultServiceClusterIPRange),
+		NodePortRange:       mustPortRange(t, DefaultServiceNodePortRange),
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, o := range opts {
@@ -232,4 +235,22 @@ func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+func mustIPRange(t testing.TB, s string) allocator.IPRange {
+	t.Helper()
+	r, err := allocator.ParseIPRange(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustPortRange(t testing.TB, s string) allocator.PortRange {
+	t.Helper()
+	r, err := allocator.ParsePortRange(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

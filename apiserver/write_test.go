@@ -18,6 +18,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -172,6 +173,8 @@ func doorFixtures() map[schema.GroupVersionKind]runtime.Object {
 		&appsv1.Deployment{ObjectMeta: om(true), Spec: appsv1.DeploymentSpec{Selector: selector, Template: template}},
 		&appsv1.ReplicaSet{ObjectMeta: om(true), Spec: appsv1.ReplicaSetSpec{Selector: selector, Template: template}},
 		&coordinationv1.Lease{ObjectMeta: om(true)},
+		&corev1.Service{ObjectMeta: om(true), Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "door"}, Ports: []corev1.ServicePort{{Port: 80}}}},
+		&discoveryv1.EndpointSlice{ObjectMeta: om(true), AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.3"}}}},
 		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: resourceAttrs}},
 		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: doorNS}},
 		&authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "someone", ResourceAttributes: resourceAttrs}},

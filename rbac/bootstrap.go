@@ -32,6 +32,7 @@ const (
 	appsGroup           = "apps"
 	eventsGroup         = "events.k8s.io"
 	coordinationGroup   = "coordination.k8s.io"
+	discoveryGroup      = "discovery.k8s.io"
 	rbacGroup           = rbacv1.GroupName
 	authorizationGroup  = "authorization.k8s.io"
 	authenticationGroup = "authentication.k8s.io"
@@ -137,7 +138,8 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 // is a credential read, so it starts at edit.
 func aggregateToViewRole() *rbacv1.ClusterRole {
 	return labelledClusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
-		newRule(readVerbs()...).groups(coreGroup).resources("pods", "pods/status", "serviceaccounts", "configmaps", "events"),
+		newRule(readVerbs()...).groups(coreGroup).resources("pods", "pods/status", "services", "services/status", "serviceaccounts", "configmaps", "events"),
+		newRule(readVerbs()...).groups(discoveryGroup).resources("endpointslices"),
 		// Reading namespaces in a namespace means reading that namespace:
 		// how a user bound there finds out it is.
 		newRule(readVerbs()...).groups(coreGroup).resources("namespaces", "namespaces/status"),
@@ -153,7 +155,9 @@ func aggregateToViewRole() *rbacv1.ClusterRole {
 func aggregateToEditRole() *rbacv1.ClusterRole {
 	return labelledClusterRole("system:aggregate-to-edit", map[string]string{aggregateToEdit: "true"},
 		newRule(readVerbs()...).groups(coreGroup).resources("secrets"),
-		newRule(writeVerbs()...).groups(coreGroup).resources("pods", "serviceaccounts", "configmaps", "secrets", "events"),
+		// Not EndpointSlices, as in kube since CVE-2021-25740: a
+		// slice written by hand can send a Service's traffic anywhere.
+		newRule(writeVerbs()...).groups(coreGroup).resources("pods", "services", "serviceaccounts", "configmaps", "secrets", "events"),
 		newRule(writeVerbs()...).groups(appsGroup).resources(
 			"deployments", "deployments/scale",
 			"replicasets", "replicasets/scale"),

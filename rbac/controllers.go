@@ -61,7 +61,8 @@ func Controllers() []Controller {
 			ServiceAccount: "namespace-controller",
 			Rules: rules(
 				newRule("list", "delete", "deletecollection").groups(coreGroup).
-					resources("configmaps", "secrets", "pods", "serviceaccounts", "events"),
+					resources("configmaps", "secrets", "pods", "services", "serviceaccounts", "events"),
+				newRule("list", "delete", "deletecollection").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "delete", "deletecollection").groups(eventsGroup).resources("events"),
 				newRule("list", "delete", "deletecollection").groups(appsGroup).resources("deployments", "replicasets"),
 				newRule("list", "delete", "deletecollection").groups(coordinationGroup).resources("leases"),
@@ -107,6 +108,17 @@ func Controllers() []Controller {
 				newRule("create", "patch").groups(coreGroup).resources("events"),
 			),
 		},
+		{
+			// Keeps one set of EndpointSlices per Service with a
+			// selector, from its pods. It writes only the slices; it
+			// reads Services, pods and slices through the shared
+			// informers.
+			Name:           "endpointslice",
+			ServiceAccount: "endpointslice-controller",
+			Rules: rules(
+				newRule("create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
+			),
+		},
 	}
 }
 
@@ -117,8 +129,9 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 // Secrets.
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
-		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods"),
+		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
 		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
+		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 	)
 }
 

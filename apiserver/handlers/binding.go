@@ -66,6 +66,7 @@ func (h *Handler) assignPod(ctx context.Context, q *scope, b *corev1.Binding, dr
 	if err != nil {
 		return q.storageError(err, q.name)
 	}
+	old := obj.DeepCopyObject()
 	p := obj.(*corev1.Pod)
 	if p.DeletionTimestamp != nil {
 		return apierrors.NewConflict(gr, q.name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", q.name))
@@ -91,7 +92,7 @@ func (h *Handler) assignPod(ctx context.Context, q *scope, b *corev1.Binding, dr
 		return nil
 	}
 	rev, _ := storage.ParseResourceVersion(p.ResourceVersion)
-	err = h.save(ctx, q, q.name, rev, p)
+	err = h.save(ctx, q, q.name, rev, old, p)
 	if errors.Is(err, storage.ErrConflict) && b.ResourceVersion == "" {
 		return &retryError{err: q.storageError(err, q.name)}
 	}

@@ -84,7 +84,7 @@ func (h *Handler) storeNew(q *scope) func(context.Context, *writeInput, *attempt
 			return a.obj, nil
 		}
 		name := a.name()
-		if err := h.save(ctx, q, name, 0, a.obj); err != nil {
+		if err := h.save(ctx, q, name, 0, nil, a.obj); err != nil {
 			return nil, q.storageError(err, name)
 		}
 		return a.obj, nil

@@ -93,7 +93,7 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		}
 		if grace == 0 && !finalizing(old) {
 			if !dry {
-				if err := h.deleteStored(ctx, q, name, rev); err != nil {
+				if err := h.deleteStored(ctx, q, name, rev, old); err != nil {
 					return nil, q.storageError(err, name)
 				}
 			}
@@ -103,7 +103,7 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		oldAccessor.SetDeletionTimestamp(&at)
 		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
 		if !dry {
-			if err := h.save(ctx, q, name, rev, old); err != nil {
+			if err := h.save(ctx, q, name, rev, old, old); err != nil {
 				return nil, q.storageError(err, name)
 			}
 		}
@@ -119,14 +119,14 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 			ns.Status.Phase = corev1.NamespaceTerminating
 		}
 		if !dry {
-			if err := h.save(ctx, q, name, rev, old); err != nil {
+			if err := h.save(ctx, q, name, rev, old, old); err != nil {
 				return nil, q.storageError(err, name)
 			}
 		}
 		return old, nil
 	}
 	if !dry {
-		if err := h.deleteStored(ctx, q, name, rev); err != nil {
+		if err := h.deleteStored(ctx, q, name, rev, old); err != nil {
 			return nil, q.storageError(err, name)
 		}
 	}
@@ -225,7 +225,15 @@ func (h *Handler) deleteCollectionRoute(q *scope) *writeRoute {
 // then (an administrator finalized it by hand) goes in the same
 // transaction as the namespace, so that no old object, a Secret least of
 // all, comes back in a namespace created later under the same name.
-func (h *Handler) deleteStored(ctx context.Context, q *scope, name string, rev int64) error {
+//
+// An object that holds shares of a range (a Service) frees them in the
+// same transaction. Services a namespace's transaction removes keep
+// theirs, as in kube-apiserver until its repair loop runs: the namespace
+// controller deletes them one by one first.
+func (h *Handler) deleteStored(ctx context.Context, q *scope, name string, rev int64, old runtime.Object) error {
+	if a, ok := h.allocators[q.storedResource().GroupResource()]; ok && q.res.View == nil {
+		return a.Delete(ctx, q.key(name), rev, old)
+	}
 	var prefixes []string
 	if q.res.GVR.Resource == "namespaces" && q.res.GVR.Group == "" {
 		for _, nsRes := range h.registry.Namespaced() {

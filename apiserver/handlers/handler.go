@@ -42,6 +42,9 @@ type Config struct {
 	// stored resources.
 	Store  *storage.Store
 	Caches map[schema.GroupResource]*storage.Cacher
+	// Allocators store the objects of the resources that hold shares of
+	// a range, in place of Store.
+	Allocators map[schema.GroupResource]Allocator
 	// ScaleTypes is the type converter for the Scale of the scale
 	// subresources, which client-go's schema lacks.
 	ScaleTypes managedfields.TypeConverter
@@ -73,6 +76,7 @@ type Handler struct {
 	registry           *registry.Registry
 	store              *storage.Store
 	caches             map[schema.GroupResource]*storage.Cacher
+	allocators         map[schema.GroupResource]Allocator
 	patchers           *patchers
 	mutating           admission.MutationInterface
 	validating         admission.ValidationInterface
@@ -123,6 +127,7 @@ func New(c Config) (*Handler, error) {
 		registry:           c.Registry,
 		store:              c.Store,
 		caches:             c.Caches,
+		allocators:         c.Allocators,
 		patchers:           p,
 		mutating:           c.Mutating,
 		validating:         c.Validating,

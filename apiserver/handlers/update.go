@@ -181,9 +181,9 @@ func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *atte
 		rev, _ := storage.ParseResourceVersion(oldAccessor.GetResourceVersion())
 		if accessor.GetDeletionTimestamp() != nil && !finalizing(a.obj) && gracePeriodOver(accessor) {
 			// The last finalizer is gone: the deletion completes.
-			err = h.deleteStored(ctx, q, q.name, rev)
+			err = h.deleteStored(ctx, q, q.name, rev, a.old)
 		} else {
-			err = h.save(ctx, q, q.name, rev, a.obj)
+			err = h.save(ctx, q, q.name, rev, a.old, a.obj)
 		}
 		if errors.Is(err, storage.ErrConflict) && !a.conditional {
 			return nil, &retryError{err: q.storageError(err, q.name)}

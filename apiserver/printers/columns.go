@@ -3,6 +3,7 @@ package printers
 import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,8 @@ var (
 	gkReplicaSet         = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
 	gkDeployment         = schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	gkLease              = schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}
+	gkService            = schema.GroupKind{Kind: "Service"}
+	gkEndpointSlice      = schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}
 	gkRole               = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}
 	gkClusterRole        = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}
 	gkRoleBinding        = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}
@@ -124,6 +127,24 @@ func Columns(gk schema.GroupKind) ([]metav1.TableColumnDefinition, bool) {
 			containersColumn(),
 			imagesColumn(),
 			{Name: "Selector", Type: "string", Priority: 1, Description: extensionsv1beta1.DeploymentSpec{}.SwaggerDoc()["selector"]},
+		}, true
+	case gkService:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "Type", Type: "string", Description: corev1.ServiceSpec{}.SwaggerDoc()["type"]},
+			{Name: "Cluster-IP", Type: "string", Description: corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]},
+			{Name: "External-IP", Type: "string", Description: corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]},
+			{Name: "Port(s)", Type: "string", Description: corev1.ServiceSpec{}.SwaggerDoc()["ports"]},
+			ageColumn(),
+			{Name: "Selector", Type: "string", Priority: 1, Description: corev1.ServiceSpec{}.SwaggerDoc()["selector"]},
+		}, true
+	case gkEndpointSlice:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "AddressType", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"]},
+			{Name: "Ports", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"]},
+			{Name: "Endpoints", Type: "string", Description: discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"]},
+			ageColumn(),
 		}, true
 	case gkLease:
 		return []metav1.TableColumnDefinition{

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,8 +148,17 @@ func TestTableGolden(t *testing.T) {
 			},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
 		}}},
-		{"unknown-typed", &corev1.ServiceList{ListMeta: listMeta(), Items: []corev1.Service{
-			{ObjectMeta: objectMeta("default", "kubernetes", time.Hour), Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.1"}},
+		{"services", &corev1.ServiceList{ListMeta: listMeta(), Items: []corev1.Service{
+			{ObjectMeta: objectMeta("default", "web", time.Hour), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.7", Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}, {Port: 53, NodePort: 30053, Protocol: corev1.ProtocolUDP}}}},
+			{ObjectMeta: objectMeta("default", "lb", time.Hour), Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.8", Ports: []corev1.ServicePort{{Port: 80, NodePort: 30081, Protocol: corev1.ProtocolTCP}}}},
+		}}},
+		{"endpointslices", &discoveryv1.EndpointSliceList{ListMeta: listMeta(), Items: []discoveryv1.EndpointSlice{
+			{ObjectMeta: objectMeta("default", "web-abcde", time.Hour), AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Port: func() *int32 { p := int32(8080); return &p }()}},
+				Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}}, {Addresses: []string{"10.1.0.2"}}, {Addresses: []string{"10.1.0.3"}}, {Addresses: []string{"10.1.0.4"}}}},
+			{ObjectMeta: objectMeta("default", "empty-fghij", time.Hour), AddressType: discoveryv1.AddressTypeIPv4},
+		}}},
+		{"unknown-typed", &corev1.LimitRangeList{ListMeta: listMeta(), Items: []corev1.LimitRange{
+			{ObjectMeta: objectMeta("default", "kubernetes", time.Hour)},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
 		}}},
 		{"unknown-unstructured", &unstructured.UnstructuredList{
@@ -630,7 +640,7 @@ func TestUnknownKindFallsBackToDefaultColumns(t *testing.T) {
 		t.Errorf("Columns(%v): got %q, want %q", gk, got, want)
 	}
 
-	svc := &corev1.Service{ObjectMeta: objectMeta("default", "kubernetes", 36*time.Hour)}
+	svc := &corev1.LimitRange{ObjectMeta: objectMeta("default", "kubernetes", 36*time.Hour)}
 	table, err := Table(svc, false, now)
 	if err != nil {
 		t.Fatalf("Table: %v", err)
@@ -657,7 +667,7 @@ func TestEmptyLists(t *testing.T) {
 		{"nil typed list", (*corev1.PodList)(nil), podColumns},
 		{"list without items", &corev1.PodList{}, podColumns},
 		{"list with empty items", &corev1.PodList{Items: []corev1.Pod{}}, podColumns},
-		{"nil unknown list", (*corev1.ServiceList)(nil), defaultColumns()},
+		{"nil unknown list", (*corev1.LimitRangeList)(nil), defaultColumns()},
 		{"empty unstructured list", &unstructured.UnstructuredList{}, defaultColumns()},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -129,6 +130,10 @@ func describe(obj runtime.Object) (schema.GroupKind, renderFunc, bool) {
 		return gkReplicaSet, bind(o, replicaSetRow), true
 	case *appsv1.Deployment:
 		return gkDeployment, bind(o, deploymentRow), true
+	case *corev1.Service:
+		return gkService, bind(o, serviceRow), true
+	case *discoveryv1.EndpointSlice:
+		return gkEndpointSlice, bind(o, endpointSliceRow), true
 	case *coordinationv1.Lease:
 		return gkLease, bind(o, leaseRow), true
 	case *rbacv1.Role:

@@ -98,6 +98,23 @@ func coreResources() []*Resource {
 			},
 		},
 		{
+			GVR: core.WithResource("services"), Kind: "Service", Singular: "service",
+			Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
+			NewObject:     func() runtime.Object { return &corev1.Service{} },
+			NewList:       func() runtime.Object { return &corev1.ServiceList{} },
+			NameValidator: apimachineryvalidation.NameIsDNS1035Label,
+			Defaults:      func(obj runtime.Object) { kinds.DefaultService(obj.(*corev1.Service)) },
+			PrepareCreate: func(obj runtime.Object) { obj.(*corev1.Service).Status = corev1.ServiceStatus{} },
+			PrepareUpdate: func(obj, old runtime.Object) {
+				kinds.KeepAllocated(obj.(*corev1.Service), old.(*corev1.Service))
+			},
+			Validate:       typed(kinds.ValidateService),
+			ValidateStatus: typed(kinds.ValidateServiceStatusUpdate),
+			Subresources: []Subresource{
+				{Name: "status", Kind: core.WithKind("Service"), Verbs: statusVerbs},
+			},
+		},
+		{
 			GVR: core.WithResource("nodes"), Kind: "Node", Singular: "node",
 			ShortNames:     []string{"no"},
 			NewObject:      func() runtime.Object { return &corev1.Node{} },

@@ -109,7 +109,7 @@ func New(s *runtime.Scheme) (*Registry, error) {
 	r := &Registry{byGVR: map[schema.GroupVersionResource]*Resource{}}
 	core := coreResources()
 	coreEvents := core[slices.IndexFunc(core, func(res *Resource) bool { return res.GVR.Resource == "events" })]
-	all := slices.Concat(core, rbacResources(), []*Resource{eventsResource(coreEvents)}, appsResources(), coordinationResources(), reviewResources())
+	all := slices.Concat(core, rbacResources(), []*Resource{eventsResource(coreEvents)}, appsResources(), discoveryResources(), coordinationResources(), reviewResources())
 	for _, res := range all {
 		// Every served kind must be registered, or nothing could decode it.
 		if !s.Recognizes(res.GVK()) {

@@ -10,6 +10,10 @@ var (
 	// ErrConflict means the object changed since the revision the write
 	// was conditioned on.
 	ErrConflict = errors.New("object has been modified")
+	// ErrAlsoChanged means a key written with the object (Also) changed
+	// since the revision the write was conditioned on; nothing was
+	// written.
+	ErrAlsoChanged = errors.New("a record written with the object has been modified")
 	// ErrTooLarge means the stored form of an object would exceed
 	// MaxObjectBytes.
 	ErrTooLarge = errors.New("object is too large")

@@ -142,26 +142,79 @@ func (s *Store) withTimeout(ctx context.Context) (context.Context, context.Cance
 }
 
 // Create stores obj at key unless the key exists, and sets obj's
-// resourceVersion.
-func (s *Store) Create(ctx context.Context, gr schema.GroupResource, key string, obj runtime.Object) error {
+// resourceVersion. The also writes go in the same transaction, each only
+// if its key is still at the revision it names: otherwise nothing is
+// written and the error is ErrAlsoChanged.
+func (s *Store) Create(ctx context.Context, gr schema.GroupResource, key string, obj runtime.Object, also ...Also) error {
 	data, err := s.encode(ctx, gr, key, obj)
+	if err != nil {
+		return err
+	}
+	cmps, puts, err := s.alsoOps(ctx, also)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, cmps...)...).
+		Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, puts...)...).
+		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("create %s: %w", key, err)
 	}
 	if !resp.Succeeded {
+		if r := resp.Responses[0].GetResponseRange(); r != nil && r.Count == 0 {
+			return ErrAlsoChanged
+		}
 		return ErrAlreadyExists
 	}
 	s.noteWrite(key, resp.Header.Revision)
-	return setResourceVersion(obj, resp.Header.Revision)
+	return s.wrote(resp.Header.Revision, obj, also)
+}
+
+// Also is a write of another key in the same transaction as an object's,
+// held to the revision that key was read at: the record of the share of a
+// range an object holds (a Service's cluster IP), which must never
+// disagree with the objects.
+type Also struct {
+	GR  schema.GroupResource
+	Key string
+	// Rev is the revision Obj was read at; 0 means the key must not
+	// exist yet.
+	Rev int64
+	Obj runtime.Object
+}
+
+// alsoOps are the comparisons and puts of also.
+func (s *Store) alsoOps(ctx context.Context, also []Also) ([]clientv3.Cmp, []clientv3.Op, error) {
+	var cmps []clientv3.Cmp
+	var puts []clientv3.Op
+	for _, a := range also {
+		data, err := s.encode(ctx, a.GR, a.Key, a.Obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(a.Key), "=", a.Rev))
+		puts = append(puts, clientv3.OpPut(a.Key, string(data)))
+	}
+	return cmps, puts, nil
+}
+
+// wrote sets the resourceVersion of obj, if any, and of the also objects
+// written at rev.
+func (s *Store) wrote(rev int64, obj runtime.Object, also []Also) error {
+	for _, a := range also {
+		s.noteWrite(a.Key, rev)
+		if err := setResourceVersion(a.Obj, rev); err != nil {
+			return err
+		}
+	}
+	if obj == nil {
+		return nil
+	}
+	return setResourceVersion(obj, rev)
 }
 
 // Get reads the object at key into into.
@@ -232,61 +285,84 @@ func (s *Store) ListPage(ctx context.Context, gr schema.GroupResource, prefix, s
 
 // Update replaces the object at key with obj if the stored object is still
 // at revision rev, and sets obj's resourceVersion. It returns ErrNotFound
-// if the key is gone and ErrConflict if it changed.
-func (s *Store) Update(ctx context.Context, gr schema.GroupResource, key string, rev int64, obj runtime.Object) error {
+// if the key is gone and ErrConflict if it changed. The also writes go in
+// the same transaction, as in Create.
+func (s *Store) Update(ctx context.Context, gr schema.GroupResource, key string, rev int64, obj runtime.Object, also ...Also) error {
 	data, err := s.encode(ctx, gr, key, obj)
+	if err != nil {
+		return err
+	}
+	cmps, puts, err := s.alsoOps(ctx, also)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpPut(key, string(data))).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, cmps...)...).
+		Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, puts...)...).
+		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("update %s: %w", key, err)
 	}
 	if !resp.Succeeded {
-		return missingOrConflict(resp)
+		return missingOrConflict(resp, rev)
 	}
 	s.noteWrite(key, resp.Header.Revision)
-	return setResourceVersion(obj, resp.Header.Revision)
+	return s.wrote(resp.Header.Revision, obj, also)
 }
 
 // Delete removes the object at key if it is still at revision rev, and
 // also every key under each of prefixes, in one transaction. It returns
 // ErrNotFound if the key is gone and ErrConflict if it changed.
 func (s *Store) Delete(ctx context.Context, key string, rev int64, prefixes ...string) (int64, error) {
+	return s.DeleteAlso(ctx, key, rev, prefixes, nil)
+}
+
+// DeleteAlso is Delete with also writes in the same transaction, as in
+// Create.
+func (s *Store) DeleteAlso(ctx context.Context, key string, rev int64, prefixes []string, also []Also) (int64, error) {
 	ops := []clientv3.Op{clientv3.OpDelete(key)}
 	for _, p := range prefixes {
 		ops = append(ops, clientv3.OpDelete(p, clientv3.WithPrefix()))
 	}
+	cmps, puts, err := s.alsoOps(ctx, also)
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(ops...).
-		Else(clientv3.OpGet(key, clientv3.WithCountOnly())).
+		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, cmps...)...).
+		Then(append(ops, puts...)...).
+		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("delete %s: %w", key, err)
 	}
 	if !resp.Succeeded {
-		return 0, missingOrConflict(resp)
+		return 0, missingOrConflict(resp, rev)
 	}
 	s.noteWrite(key, resp.Header.Revision)
 	for _, p := range prefixes {
 		s.noteWrite(p, resp.Header.Revision)
 	}
-	return resp.Header.Revision, nil
+	return resp.Header.Revision, s.wrote(resp.Header.Revision, nil, also)
 }
 
-func missingOrConflict(resp *clientv3.TxnResponse) error {
+// missingOrConflict tells why a write held to the object's revision rev
+// failed, from the object as read in its Else branch: gone, changed, or
+// else an also key changed.
+func missingOrConflict(resp *clientv3.TxnResponse, rev int64) error {
 	if len(resp.Responses) == 1 {
-		if r := resp.Responses[0].GetResponseRange(); r != nil && r.Count == 0 {
-			return ErrNotFound
+		if r := resp.Responses[0].GetResponseRange(); r != nil {
+			switch {
+			case len(r.Kvs) == 0:
+				return ErrNotFound
+			case r.Kvs[0].ModRevision == rev:
+				return ErrAlsoChanged
+			}
 		}
 	}
 	return ErrConflict

@@ -38,6 +38,8 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.apiserver.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 	fs.StringVar(&f.apiserver.AdmissionPolicyDir, "admission-policy-dir", "", "directory of the Rego admission policies (default DIR/policies)")
 	fs.DurationVar(&f.apiserver.AdmissionPolicyTimeout, "admission-policy-timeout", f.apiserver.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
+	fs.StringVar(&f.apiserver.ServiceClusterIPRange, "service-cluster-ip-range", f.apiserver.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
+	fs.StringVar(&f.apiserver.ServiceNodePortRange, "service-node-port-range", f.apiserver.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
 }
 
 func (f *clusterFlags) validate() error {
