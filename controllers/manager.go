@@ -48,6 +48,7 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"namespace":              newNamespaceController,
 	"replicaset":             newReplicaSetController,
 	"deployment":             newDeploymentController,
+	"garbagecollector":       newGarbageCollector,
 }
 
 // Names are the names of every controller, sorted.
