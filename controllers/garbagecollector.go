@@ -73,13 +73,17 @@ func newGarbageCollector(c *controllerContext) (runner, error) {
 	return func(ctx context.Context, workers int) {
 		defer gc.graph.factory.Shutdown()
 		// Discovery is retried until it answers: without it there is no
-		// graph to work from.
+		// graph to work from. A group that fails while others answer is
+		// only missing until the next discovery.
 		for {
 			err := gc.graph.discover(ctx)
 			if err == nil {
 				break
 			}
 			w.logger.Warn("discovery failed; retrying", "err", err)
+			if gc.graph.watching() {
+				break
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -99,6 +99,14 @@ func (g *gcGraph) discover(ctx context.Context) error {
 		}
 	}
 	g.mu.Lock()
+	if err != nil {
+		// The groups that did not answer keep the kinds they had.
+		for gk, r := range g.kinds {
+			if _, ok := kinds[gk]; !ok {
+				kinds[gk] = r
+			}
+		}
+	}
 	g.kinds = kinds
 	var added []schema.GroupVersionResource
 	for _, gvr := range watch {
@@ -130,6 +138,13 @@ func (g *gcGraph) synced() bool {
 			return false
 		}
 	}
+	return len(g.informers) > 0
+}
+
+// watching reports whether the graph has informers.
+func (g *gcGraph) watching() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	return len(g.informers) > 0
 }
 
