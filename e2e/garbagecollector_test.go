@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -184,6 +185,27 @@ func TestGarbageCollector(t *testing.T) {
 		if _, err := cms.Get(ctx, "old", metav1.GetOptions{}); err != nil {
 			t.Errorf("the owner created again: %v, want it kept", err)
 		}
+	})
+
+	// Cluster-scoped owners own namespaced objects as well.
+	t.Run("a cluster-scoped owner", func(t *testing.T) {
+		role, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gc-owner"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID}}
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "of-a-role", OwnerReferences: refs}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the ClusterRole's ConfigMap deleted", func(ctx context.Context) error {
+			if _, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, "of-a-role", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the ConfigMap: %v", err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("its token", func(t *testing.T) {
