@@ -148,7 +148,19 @@ func (gc *garbageCollector) collect(ctx context.Context, n gcNode) error {
 		return gc.removeOwnerRefs(ctx, n, drop)
 	case waiting && len(gc.graph.dependentsOf(n.uid)) > 0:
 		// An owner waits for it to go, and it has dependents of its
-		// own: they go first.
+		// own: they go first. If one of them waits for its own
+		// dependents, ownership may run in a circle back to the owner
+		// (a owns b owns a), where each would wait for the other: as
+		// kube does, n stops blocking its owners, which may then go
+		// before it. A false alarm only lets an owner go a little early.
+		for _, dep := range gc.graph.dependentsOf(n.uid) {
+			if dep.deleting && dep.hasFinalizer(metav1.FinalizerDeleteDependents) {
+				if err := gc.unblockOwners(ctx, n); err != nil {
+					return err
+				}
+				break
+			}
+		}
 		return gc.delete(ctx, n, metav1.DeletePropagationForeground)
 	}
 	// Its finalizers say how its own dependents go, as a delete without
@@ -278,6 +290,22 @@ func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, n gcNode, uids 
 		return nil
 	}
 	return gc.patchMeta(ctx, n, map[string]any{"ownerReferences": keep})
+}
+
+// unblockOwners sets blockOwnerDeletion false in each of n's references.
+func (gc *garbageCollector) unblockOwners(ctx context.Context, n gcNode) error {
+	refs := slices.Clone(n.owners)
+	changed := false
+	for i := range refs {
+		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+			refs[i].BlockOwnerDeletion = new(false)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return gc.patchMeta(ctx, n, map[string]any{"ownerReferences": refs})
 }
 
 // removeFinalizer removes finalizer f from n, likewise held to n as seen.

@@ -187,6 +187,37 @@ func TestGarbageCollector(t *testing.T) {
 		}
 	})
 
+	// Two objects that own each other, each blocking the other's
+	// deletion, both go when one is deleted in the foreground: the
+	// collector breaks the circle rather than wait on it forever.
+	t.Run("a cycle, foreground", func(t *testing.T) {
+		cms := admin.CoreV1().ConfigMaps(ns)
+		a, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cycle-a"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refTo := func(cm *corev1.ConfigMap) []metav1.OwnerReference {
+			return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, BlockOwnerDeletion: new(true)}}
+		}
+		b, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cycle-b", OwnerReferences: refTo(a)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.OwnerReferences = refTo(b)
+		if _, err := cms.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		kubectl("delete", "configmap", "cycle-a", "--cascade=foreground", "--wait=false")
+		waitFor(t, "both deleted", func(ctx context.Context) error {
+			for _, name := range []string{"cycle-a", "cycle-b"} {
+				if cm, err := cms.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("%s: %v %v", name, cm.ObjectMeta, err)
+				}
+			}
+			return nil
+		})
+	})
+
 	// Cluster-scoped owners own namespaced objects as well.
 	t.Run("a cluster-scoped owner", func(t *testing.T) {
 		role, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gc-owner"}}, metav1.CreateOptions{})
