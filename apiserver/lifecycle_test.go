@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -182,3 +183,128 @@ func TestRunStoppedWhileStarting(t *testing.T) {
 		t.Errorf("run stopped before serving: %v, want nil", err)
 	}
 }
+
+// TestDeletePropagation: a delete's propagation policy becomes the garbage
+// collector's finalizer on the object, which then waits for it, as in
+// kube-apiserver; Background, the default, adds none.
+func TestDeletePropagation(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	const hold = "example.com/hold"
+	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
+		return metav1.DeleteOptions{PropagationPolicy: &p}
+	}
+	orphanDependents := func(b bool) metav1.DeleteOptions { return metav1.DeleteOptions{OrphanDependents: &b} }
+	tests := []struct {
+		name       string
+		finalizers []string              // the object's, from its creation
+		first      *metav1.DeleteOptions // a delete before the one tested
+		opts       metav1.DeleteOptions  // the delete tested
+		want       []string              // the finalizers held with; nil: gone
+	}{
+		{name: "no policy", want: nil},
+		{name: "background", opts: policy(metav1.DeletePropagationBackground), want: nil},
+		{name: "foreground", opts: policy(metav1.DeletePropagationForeground), want: []string{metav1.FinalizerDeleteDependents}},
+		{name: "orphan", opts: policy(metav1.DeletePropagationOrphan), want: []string{metav1.FinalizerOrphanDependents}},
+		{name: "orphanDependents", opts: orphanDependents(true), want: []string{metav1.FinalizerOrphanDependents}},
+		{name: "orphanDependents false", finalizers: []string{metav1.FinalizerOrphanDependents}, opts: orphanDependents(false), want: nil},
+		{name: "foreground beside another finalizer", finalizers: []string{hold}, opts: policy(metav1.DeletePropagationForeground), want: []string{hold, metav1.FinalizerDeleteDependents}},
+		// The creator's finalizer is the policy when the delete names none.
+		{name: "an orphan finalizer from creation", finalizers: []string{metav1.FinalizerOrphanDependents}, want: []string{metav1.FinalizerOrphanDependents}},
+		{name: "an orphan finalizer overridden", finalizers: []string{metav1.FinalizerOrphanDependents}, opts: policy(metav1.DeletePropagationForeground), want: []string{metav1.FinalizerDeleteDependents}},
+		{name: "background overrides a creator's foreground", finalizers: []string{metav1.FinalizerDeleteDependents}, opts: policy(metav1.DeletePropagationBackground), want: nil},
+		// A second delete changes the policy of one being deleted.
+		{name: "foreground, then orphan", first: ptrTo(policy(metav1.DeletePropagationForeground)), opts: policy(metav1.DeletePropagationOrphan), want: []string{metav1.FinalizerOrphanDependents}},
+		{name: "foreground, then background", first: ptrTo(policy(metav1.DeletePropagationForeground)), opts: policy(metav1.DeletePropagationBackground), want: nil},
+		{name: "foreground, then no policy", first: ptrTo(policy(metav1.DeletePropagationForeground)), want: []string{metav1.FinalizerDeleteDependents}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("prop-%d", i)
+			cms := cs.CoreV1().ConfigMaps("default")
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: tt.finalizers}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tt.first != nil {
+				if err := cms.Delete(ctx, name, *tt.first); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cms.Delete(ctx, name, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+			if tt.want == nil {
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("after the delete: %v %v, want NotFound", cm, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cm.DeletionTimestamp == nil || !slices.Equal(cm.Finalizers, tt.want) {
+				t.Errorf("after the delete: deletion at %v, finalizers %q; want it marked, held by %q", cm.DeletionTimestamp, cm.Finalizers, tt.want)
+			}
+		})
+	}
+
+	t.Run("the collector's finalizer removed", func(t *testing.T) {
+		cms := cs.CoreV1().ConfigMaps("default")
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cms.Delete(ctx, "fg", policy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := cms.Patch(ctx, "fg", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Get(ctx, "fg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after its last finalizer: %v, want NotFound", err)
+		}
+	})
+
+	t.Run("dry run", func(t *testing.T) {
+		cms := cs.CoreV1().ConfigMaps("default")
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		opts := policy(metav1.DeletePropagationForeground)
+		opts.DryRun = []string{metav1.DryRunAll}
+		if err := cms.Delete(ctx, "dry", opts); err != nil {
+			t.Fatal(err)
+		}
+		if cm, err := cms.Get(ctx, "dry", metav1.GetOptions{}); err != nil || cm.DeletionTimestamp != nil || len(cm.Finalizers) > 0 {
+			t.Errorf("after a dry-run delete: %+v %v, want it untouched", cm, err)
+		}
+	})
+
+	// A pod on a node waits for its node agent as well as for the
+	// collector: the finalizer gone, its grace period still holds it.
+	t.Run("a bound pod, foreground", func(t *testing.T) {
+		pods := cs.CoreV1().Pods("default")
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fg"}, Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.Delete(ctx, "fg", policy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pods.Get(ctx, "fg", metav1.GetOptions{})
+		if err != nil || got.DeletionGracePeriodSeconds == nil || *got.DeletionGracePeriodSeconds != 30 || !slices.Equal(got.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
+			t.Fatalf("pod after a foreground delete: %+v %v, want a grace period of 30s and the foregroundDeletion finalizer", got, err)
+		}
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := pods.Patch(ctx, "fg", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := pods.Get(ctx, "fg", metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
+			t.Errorf("pod after its finalizer: %+v %v, want it kept for its node agent", got, err)
+		}
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

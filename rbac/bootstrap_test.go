@@ -48,7 +48,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:endpointslice-controller", "system:controller:shared-informers"}
+	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:shared-informers"}
 	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
 		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
 	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
@@ -164,6 +164,15 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 				// may list and delete them, and nothing more.
 				if !slices.Equal(rule.Verbs, []string{"list", "delete", "deletecollection"}) {
 					t.Errorf("ClusterRole %s: rule %+v; want secrets only listed and deleted", name, rule)
+				}
+				continue
+			}
+			if name == ControllerRole("generic-garbage-collector") && slices.Contains(rule.Resources, "secrets") {
+				// It collects Secrets too, by metadata: it may list,
+				// watch, patch (finalizers, ownerReferences) and delete
+				// them, but get none, and only Secrets in this rule.
+				if !slices.Equal(rule.Verbs, []string{"list", "watch", "patch", "delete"}) || !slices.Equal(rule.Resources, []string{"secrets"}) {
+					t.Errorf("ClusterRole %s: rule %+v; want secrets only listed, watched, patched and deleted", name, rule)
 				}
 				continue
 			}

@@ -119,6 +119,32 @@ func Controllers() []Controller {
 				newRule("create", "update", "delete").groups(discoveryGroup).resources("endpointslices"),
 			),
 		},
+		{
+			// Deletes what its owners no longer hold, and removes the
+			// finalizers and ownerReferences of foreground and orphaning
+			// deletes: it watches every kind that can own or be owned
+			// (events aside, as kube's), cluster-scoped ones included,
+			// and reads only their metadata (its clients ask for
+			// PartialObjectMetadata). Secrets are the exception it is
+			// given: it must list and watch them to know their owners,
+			// and patch and delete them to collect them, but it has no
+			// get on them, nor on anything else (it looks an owner up by
+			// a list of its name), and it creates nothing. The resources
+			// are named, not "*": a kind added to the server must be
+			// added here (a test of the server's checks it).
+			Name:           "garbagecollector",
+			ServiceAccount: "generic-garbage-collector",
+			Rules: rules(
+				newRule("list", "watch", "patch", "delete").groups(coreGroup).
+					resources("configmaps", "pods", "serviceaccounts", "services", "namespaces", "nodes"),
+				newRule("list", "watch", "patch", "delete").groups(coreGroup).resources("secrets"),
+				newRule("list", "watch", "patch", "delete").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "watch", "patch", "delete").groups(coordinationGroup).resources("leases"),
+				newRule("list", "watch", "patch", "delete").groups(discoveryGroup).resources("endpointslices"),
+				newRule("list", "watch", "patch", "delete").groups(rbacGroup).
+					resources("roles", "rolebindings", "clusterroles", "clusterrolebindings"),
+			),
+		},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,11 @@ func checkPreconditions(q *scope, a *attempt, p *metav1.Preconditions) error {
 // deleteOne deletes a.old: at once, or by marking it when finalizers or a
 // grace period hold it. It returns what the client is answered: a Status
 // when the object is gone, the marked object otherwise.
+//
+// The propagation policy becomes a finalizer on the object, as in
+// kube-apiserver: "foregroundDeletion" (the garbage collector deletes the
+// dependents first) or "orphan" (it releases them first); Background adds
+// none, and the collector deletes the dependents once the owner is gone.
 func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *metav1.DeleteOptions, dry bool) (runtime.Object, error) {
 	name, old := a.ref.name, a.old
 	oldAccessor, err := meta.Accessor(old)
@@ -88,10 +94,37 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		// wait (kubectl delete --grace-period=0, a node agent done with
 		// the pod); otherwise it goes when its finalizers are done.
 		current := oldAccessor.GetDeletionGracePeriodSeconds()
-		if current == nil || grace >= *current {
+		if current != nil && *current > 0 {
+			// While a grace period runs, as in kube, the delete changes
+			// nothing but its length: not the propagation policy.
+			if grace >= *current {
+				return old, nil
+			}
+			if grace == 0 && !finalizing(old) {
+				if !dry {
+					if err := h.deleteStored(ctx, q, name, rev, old); err != nil {
+						return nil, q.storageError(err, name)
+					}
+				}
+				return deletedStatus(q, name, oldAccessor), nil
+			}
+			at := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+			oldAccessor.SetDeletionTimestamp(&at)
+			oldAccessor.SetDeletionGracePeriodSeconds(&grace)
+			if !dry {
+				if err := h.save(ctx, q, name, rev, old, old); err != nil {
+					return nil, q.storageError(err, name)
+				}
+			}
 			return old, nil
 		}
-		if grace == 0 && !finalizing(old) {
+		// Held by finalizers only: a second delete may change the policy
+		// (a foreground delete turned into an orphaning one), which may
+		// leave none.
+		if !setPropagationFinalizers(oldAccessor, opts) {
+			return old, nil
+		}
+		if !finalizing(old) {
 			if !dry {
 				if err := h.deleteStored(ctx, q, name, rev, old); err != nil {
 					return nil, q.storageError(err, name)
@@ -99,9 +132,6 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 			}
 			return deletedStatus(q, name, oldAccessor), nil
 		}
-		at := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-		oldAccessor.SetDeletionTimestamp(&at)
-		oldAccessor.SetDeletionGracePeriodSeconds(&grace)
 		if !dry {
 			if err := h.save(ctx, q, name, rev, old, old); err != nil {
 				return nil, q.storageError(err, name)
@@ -109,6 +139,7 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		}
 		return old, nil
 	}
+	setPropagationFinalizers(oldAccessor, opts)
 	if finalizing(old) || grace > 0 {
 		// Graceful deletion: mark the object; its finalizers (or the node
 		// agent, for a pod) finish it.
@@ -131,6 +162,48 @@ func (h *Handler) deleteOne(ctx context.Context, q *scope, a *attempt, opts *met
 		}
 	}
 	return deletedStatus(q, name, oldAccessor), nil
+}
+
+// setPropagationFinalizers gives the object being deleted the garbage
+// collector's finalizer its propagation policy asks for, and reports
+// whether that changed its finalizers. The policy is, in kube's order: the
+// options' orphanDependents, then their propagationPolicy, then the one a
+// finalizer already on the object names (set by its creator, or by an
+// earlier delete), then the default, Background, which every resource
+// served here has (kube's Orphan default is only its pre-apps/v1
+// workloads'). The options are validated: they never name both.
+func setPropagationFinalizers(accessor metav1.Object, opts *metav1.DeleteOptions) bool {
+	var policy metav1.DeletionPropagation
+	switch {
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		policy = metav1.DeletePropagationOrphan
+	case opts.OrphanDependents != nil:
+		policy = metav1.DeletePropagationBackground
+	case opts.PropagationPolicy != nil:
+		policy = *opts.PropagationPolicy
+	default:
+		return false
+	}
+	finalizers := accessor.GetFinalizers()
+	var next []string
+	for _, f := range finalizers {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			next = append(next, f)
+		}
+	}
+	switch policy {
+	case metav1.DeletePropagationOrphan:
+		next = append(next, metav1.FinalizerOrphanDependents)
+	case metav1.DeletePropagationForeground:
+		next = append(next, metav1.FinalizerDeleteDependents)
+	}
+	// Only a change of the set counts: kept in place, the same
+	// finalizers in another order are not worth a write.
+	if slices.Equal(slices.Sorted(slices.Values(next)), slices.Sorted(slices.Values(finalizers))) {
+		return false
+	}
+	accessor.SetFinalizers(next)
+	return true
 }
 
 // finalizing reports whether a finalizer holds obj once deleted: one of
