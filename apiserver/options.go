@@ -172,7 +172,12 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	auditLog, err := audit.OpenWriter(l.AuditLog())
+	auditSigner, err := audit.LoadSigner(l.PKI())
+	if err != nil {
+		etcdClient.Close()
+		return nil, nil, err
+	}
+	auditLog, err := audit.OpenWriter(l.AuditLog(), auditSigner, audit.DefaultCheckpointEvery)
 	if err != nil {
 		etcdClient.Close()
 		return nil, nil, err

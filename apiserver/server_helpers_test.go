@@ -71,7 +71,14 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(t.TempDir(), "audit", "audit.log")
-	w, err := audit.OpenWriter(auditLog)
+	if _, err := audit.EnsureSigningKey(e.PKI.Dir); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := audit.LoadSigner(e.PKI.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := audit.OpenWriter(auditLog, signer, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

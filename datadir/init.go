@@ -78,6 +78,13 @@ func Init(o Options) ([]string, error) {
 	for _, f := range tree.Created {
 		changed = append(changed, filepath.Join("pki", f))
 	}
+	auditKeys, err := audit.EnsureSigningKey(l.PKI())
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range auditKeys {
+		changed = append(changed, filepath.Join("pki", f))
+	}
 	for _, id := range Identities() {
 		did, err := ensureKubeconfig(l.Kubeconfig(id.File), tree.ClusterCA, id, o)
 		if err != nil {

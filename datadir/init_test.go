@@ -32,7 +32,7 @@ func TestInitWritesEverythingOnceAndKeepsIt(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("data dir mode %v, want 0700", fi.Mode())
 	}
-	for _, f := range []string{l.EncryptionConfig(), l.AuditPolicy(), l.Kubeconfig("admin"), l.Kubeconfig("scheduler"), l.Kubeconfig("controller-manager")} {
+	for _, f := range []string{l.EncryptionConfig(), l.AuditPolicy(), l.Kubeconfig("admin"), l.Kubeconfig("scheduler"), l.Kubeconfig("controller-manager"), filepath.Join(l.PKI(), audit.SigningKeyFile)} {
 		fi, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
@@ -40,6 +40,12 @@ func TestInitWritesEverythingOnceAndKeepsIt(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", f, fi.Mode().Perm())
 		}
+	}
+	if _, err := audit.LoadSigner(l.PKI()); err != nil {
+		t.Errorf("audit signing key: %v", err)
+	}
+	if _, err := audit.LoadVerifier(filepath.Join(l.PKI(), audit.VerifierKeyFile)); err != nil {
+		t.Errorf("audit verifier key: %v", err)
 	}
 	if _, err := audit.LoadPolicy(l.AuditPolicy()); err != nil {
 		t.Errorf("written audit policy: %v", err)
