@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/datadir"
+)
+
+func auditRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(append([]string{"audit"}, args...))
+	err := cmd.ExecuteContext(t.Context())
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+// auditDataDir writes a data directory with an audit key and a log of
+// events: alice reads the Secret db twice, bob is refused once, and the
+// controller lists ConfigMaps.
+func auditDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	l := datadir.Layout{Dir: dir}
+	if _, err := audit.EnsureSigningKey(l.PKI()); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := audit.LoadSigner(l.PKI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := audit.OpenWriter(l.AuditLog(), signer, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
+	for i, e := range []struct {
+		user, verb, resource, name, decision string
+		code                                 int32
+	}{
+		{"alice", "get", "secrets", "db", "allow", 200},
+		{"bob", "get", "secrets", "db", "forbid", 403},
+		{"system:serviceaccount:kube-system:c", "list", "configmaps", "", "allow", 200},
+		{"alice", "get", "secrets", "db", "allow", 200},
+		{"alice", "delete", "secrets", "other", "allow", 200},
+	} {
+		ev := &auditv1.Event{
+			TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: "audit.k8s.io/v1"},
+			Level:                    auditv1.LevelMetadata,
+			AuditID:                  types.UID(fmt.Sprint("id-", i)),
+			Stage:                    auditv1.StageResponseComplete,
+			Verb:                     e.verb,
+			User:                     authenticationv1.UserInfo{Username: e.user, Groups: []string{"dev"}},
+			SourceIPs:                []string{"10.0.0.1"},
+			UserAgent:                "kubectl/v1.33.0",
+			ObjectRef:                &auditv1.ObjectReference{Resource: e.resource, Namespace: "default", Name: e.name},
+			ResponseStatus:           &metav1.Status{Code: e.code},
+			RequestReceivedTimestamp: metav1.NewMicroTime(at.Add(time.Duration(i) * time.Minute)),
+			Annotations:              map[string]string{audit.DecisionAnnotation: e.decision},
+		}
+		if err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestAuditVerify(t *testing.T) {
+	dir := auditDataDir(t)
+	log := datadir.Layout{Dir: dir}.AuditLog()
+	stdout, stderr, code := auditRun(t, "verify", "--dir", dir)
+	if code != 0 || !strings.Contains(stdout, "OK: 5 events, 3 checkpoints") {
+		t.Fatalf("untouched log: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bob's refusal, line 2, made an allow.
+	edited := bytes.Replace(data, []byte(`"forbid"`), []byte(`"allow"`), 1)
+	if err := os.WriteFile(log, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = auditRun(t, "verify", filepath.Dir(log), "--key", filepath.Join(dir, "pki", audit.VerifierKeyFile))
+	if code != 1 || !strings.Contains(stdout, log+":2: edited: event 2 does not match its hash") {
+		t.Errorf("edited log: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	_, stderr, code = auditRun(t, "verify", log, "--key", filepath.Join(dir, "missing.pub"))
+	if code != 2 || !strings.Contains(stderr, "missing.pub") {
+		t.Errorf("a missing key: exit %d, want 2\nstderr:\n%s", code, stderr)
+	}
+}
+
+func TestAuditQuery(t *testing.T) {
+	dir := auditDataDir(t)
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+		notWant  []string
+	}{
+		{name: "who read the Secret", args: []string{"--resource", "secrets", "--name", "db", "--verb", "get", "--decision", "allow"},
+			want: []string{"alice", "2025-01-01T10:00:00Z", "2025-01-01T10:03:00Z", "get", "secrets", "default", "db", "200", "allow", "10.0.0.1"}, notWant: []string{"bob"}},
+		{name: "refusals", args: []string{"--code", "403", "-o", "jsonl"}, want: []string{`"username":"bob"`, audit.ChainAnnotation}, notWant: []string{"alice"}},
+		{name: "by time", args: []string{"--from", "2025-01-01T10:02:00Z", "--to", "2025-01-01T10:04:00Z"}, want: []string{"configmaps", "10:03:00"}, notWant: []string{"10:04:00", "bob"}},
+		{name: "by group, user agent, source and ID", args: []string{"--group", "dev", "--user-agent", "kubectl/v1.33.0", "--source-ip", "10.0.0.1", "--audit-id", "id-4", "-o", "json"},
+			want: []string{`"kind":"EventList"`, `"auditID":"id-4"`}, notWant: []string{`"auditID":"id-3"`}},
+		{name: "nothing", args: []string{"--user", "carol"}, want: []string{"No events found."}},
+		{name: "since, all older", args: []string{"--since", "1h"}, want: []string{"No events found."}},
+		{name: "count by", args: []string{"--count-by", "user,verb,code"}, want: []string{"COUNT\tUSER\tVERB\tCODE", "2\talice\tget\t200", "1\tbob\tget\t403"}},
+		{name: "a bad decision", args: []string{"--decision", "maybe"}, wantCode: 2},
+		{name: "a bad time", args: []string{"--from", "yesterday"}, wantCode: 2},
+		{name: "a bad count", args: []string{"--count-by", "color"}, wantCode: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := auditRun(t, append([]string{"query", "--dir", dir}, tc.args...)...)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(stdout, w) {
+					t.Errorf("stdout contains %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
