@@ -107,6 +107,10 @@ type checkpointLine struct {
 
 func isCheckpoint(line []byte) bool { return bytes.HasPrefix(line, checkpointPrefix) }
 
+// IsCheckpoint reports whether a line of the log is a signed checkpoint
+// rather than an event: readers of events skip it.
+func IsCheckpoint(line []byte) bool { return isCheckpoint(line) }
+
 // checkpoint is what a checkpoint states.
 type checkpoint struct {
 	origin string

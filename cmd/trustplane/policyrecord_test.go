@@ -18,9 +18,10 @@ func TestPolicyRecord(t *testing.T) {
 	dir := writeFiles(t, t.TempDir(), map[string]string{
 		"policies/nodefault.rego":      noDefaultPolicy,
 		"policies/nodefault_test.rego": noDefaultTests,
-		"audit.log":                    createEvent + "\n" + deniedEvent + "\n",
-		"bad.log":                      createEvent + "\n{not json\n",
-		"other.log":                    `{"kind":"Policy","apiVersion":"audit.k8s.io/v1"}` + "\n",
+		// A signed checkpoint of the log's chain is no event.
+		"audit.log": createEvent + "\n" + deniedEvent + "\n" + `{"kind":"Checkpoint","apiVersion":"audit.trustplane.io/v1","note":"trustplane-audit\n2\nAAAA\n"}` + "\n",
+		"bad.log":   createEvent + "\n{not json\n",
+		"other.log": `{"kind":"Policy","apiVersion":"audit.k8s.io/v1"}` + "\n",
 	})
 	at := func(name string) string { return filepath.Join(dir, name) }
 	out := at("rec")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/registry"
+	"github.com/trustplane/trustplane/audit"
 )
 
 // RecordedSuite is the name of the suite Record writes in its directory.
@@ -181,7 +182,8 @@ func (r *logReader) readLog(path string) error {
 	lines := bufio.NewReader(f)
 	for n := 1; ; n++ {
 		line, err := lines.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
+		// The log's signed checkpoints are not events.
+		if len(strings.TrimSpace(string(line))) > 0 && !audit.IsCheckpoint(line) {
 			var ev auditv1.Event
 			if jerr := json.Unmarshal(line, &ev); jerr != nil {
 				return &InputError{fmt.Errorf("%s:%d: not an audit event: %w", path, n, jerr)}
