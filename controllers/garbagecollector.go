@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -42,14 +40,7 @@ const gcWait = time.Second
 // delete, found by discovery, through metadata informers: it never reads
 // more than an object's metadata.
 func newGarbageCollector(c *controllerContext) (runner, error) {
-	if c.config == nil {
-		return nil, errors.New("garbage collector: no client configuration")
-	}
-	meta, err := metadata.NewForConfig(c.config)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	meta, disc, err := c.metadataClients("garbage collector")
 	if err != nil {
 		return nil, err
 	}

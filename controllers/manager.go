@@ -14,8 +14,10 @@ import (
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -38,6 +40,25 @@ type controllerContext struct {
 	// rootCA is the cluster's CA, PEM, from the controller manager's
 	// kubeconfig.
 	rootCA []byte
+}
+
+// metadataClients are the clients of a controller that reads every kind
+// the server serves, by metadata only: a metadata client (its requests
+// ask for PartialObjectMetadata, so that no Secret's data reaches it) and
+// a discovery client, both as the controller's own identity.
+func (c *controllerContext) metadataClients(controller string) (metadata.Interface, discovery.DiscoveryInterface, error) {
+	if c.config == nil {
+		return nil, nil, fmt.Errorf("%s: no client configuration", controller)
+	}
+	meta, err := metadata.NewForConfig(c.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	return meta, disc, nil
 }
 
 // controllers are the controllers the manager runs, by the name

@@ -45,14 +45,7 @@ const (
 // Secret's data reaches it. Progress is reported in the namespace's
 // status conditions.
 func newNamespaceController(c *controllerContext) (runner, error) {
-	if c.config == nil {
-		return nil, fmt.Errorf("namespace controller: no client configuration")
-	}
-	meta, err := metadata.NewForConfig(c.config)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(c.config)
+	meta, disc, err := c.metadataClients("namespace controller")
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package policytest
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -360,9 +359,4 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 }
 
 // WriteJSON writes r as one JSON object.
-func (r *AuditReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
-}
+func (r *AuditReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }

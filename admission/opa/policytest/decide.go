@@ -265,9 +265,13 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 // WriteJSON writes r as one JSON object.
-func (r *Result) WriteJSON(w io.Writer) error {
+func (r *Result) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+// writeJSON writes v as one indented JSON object, as the policy commands
+// print their results: with <, > and & as they are.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	return enc.Encode(v)
 }
