@@ -10,13 +10,17 @@ import (
 	"testing"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/trustplane/trustplane/audit"
 )
 
 // decisionKey is the audit annotation holding the authorization decision.
 const decisionKey = "authorization.k8s.io/decision"
 
 // readAudit parses every line of the audit log at path as an
-// audit.k8s.io/v1 Event, rejecting fields that the type does not have.
+// audit.k8s.io/v1 Event, rejecting fields that the type does not have;
+// the signed checkpoints of the log's chain, lines of their own, are
+// skipped.
 func readAudit(t *testing.T, path string) []auditv1.Event {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -27,6 +31,9 @@ func readAudit(t *testing.T, path string) []auditv1.Event {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
+		if audit.IsCheckpoint(sc.Bytes()) {
+			continue
+		}
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		var ev auditv1.Event
