@@ -124,6 +124,17 @@ func (s *Set) queryFor(input ast.Value) *query {
 	return s.other
 }
 
+// appliesTo reports whether some policy of the set can apply to objects
+// of kind: whether the query for that kind (as queryFor chooses it)
+// evaluates any decision rule.
+func (s *Set) appliesTo(kind string) bool {
+	q, ok := s.byKind[kind]
+	if !ok {
+		q = s.other
+	}
+	return len(q.results) > 0
+}
+
 // inputKindRef is kindRef within the input.
 var inputKindRef = kindRef[1:]
 

@@ -24,35 +24,35 @@ func Input(a admission.Attributes) (ast.Value, error) {
 	// resource can be the same terms.
 	kindTerm, resTerm := gvk(kind), gvr(res)
 	req := ast.NewObject(
-		item("uid", ast.StringTerm(uuid.NewString())),
+		item("uid", stringTerm(uuid.NewString())),
 		item("kind", kindTerm),
 		item("resource", resTerm),
 		item("requestKind", kindTerm),
 		item("requestResource", resTerm),
-		item("name", ast.StringTerm(a.GetName())),
-		item("namespace", ast.StringTerm(a.GetNamespace())),
-		item("operation", ast.StringTerm(string(a.GetOperation()))),
+		item("name", stringTerm(a.GetName())),
+		item("namespace", stringTerm(a.GetNamespace())),
+		item("operation", stringTerm(string(a.GetOperation()))),
 		item("dryRun", ast.InternedTerm(a.IsDryRun())),
 	)
 	if sub := a.GetSubresource(); sub != "" {
-		req.Insert(ast.InternedTerm("subResource"), ast.StringTerm(sub))
+		req.Insert(stringTerm("subResource"), stringTerm(sub))
 	}
 	if u := a.GetUserInfo(); u != nil {
-		info := ast.NewObject(item("username", ast.StringTerm(u.GetName())))
+		info := ast.NewObject(item("username", stringTerm(u.GetName())))
 		if uid := u.GetUID(); uid != "" {
-			info.Insert(ast.InternedTerm("uid"), ast.StringTerm(uid))
+			info.Insert(stringTerm("uid"), stringTerm(uid))
 		}
 		if groups := u.GetGroups(); len(groups) > 0 {
-			info.Insert(ast.InternedTerm("groups"), stringsTerm(groups))
+			info.Insert(stringTerm("groups"), stringsTerm(groups))
 		}
 		if extra := u.GetExtra(); len(extra) > 0 {
 			m := ast.NewObject()
 			for k, v := range extra {
-				m.Insert(ast.StringTerm(k), stringsTerm(v))
+				m.Insert(stringTerm(k), stringsTerm(v))
 			}
-			info.Insert(ast.InternedTerm("extra"), ast.NewTerm(m))
+			info.Insert(stringTerm("extra"), ast.NewTerm(m))
 		}
-		req.Insert(ast.InternedTerm("userInfo"), ast.NewTerm(info))
+		req.Insert(stringTerm("userInfo"), ast.NewTerm(info))
 	}
 	for _, o := range []struct {
 		key string
@@ -66,20 +66,20 @@ func Input(a admission.Attributes) (ast.Value, error) {
 			return nil, fmt.Errorf("admission input %s: %w", o.key, err)
 		}
 		if o.key != "options" {
-			m.Insert(ast.InternedTerm("apiVersion"), ast.StringTerm(kind.GroupVersion().String()))
-			m.Insert(ast.InternedTerm("kind"), ast.StringTerm(kind.Kind))
+			m.Insert(stringTerm("apiVersion"), stringTerm(kind.GroupVersion().String()))
+			m.Insert(stringTerm("kind"), stringTerm(kind.Kind))
 			if res.Group == "authentication.k8s.io" && res.Resource == "tokenreviews" {
 				dropToken(m)
 			}
 		} else if gvks := o.obj.GetObjectKind().GroupVersionKind(); !gvks.Empty() {
-			m.Insert(ast.InternedTerm("apiVersion"), ast.StringTerm(gvks.GroupVersion().String()))
-			m.Insert(ast.InternedTerm("kind"), ast.StringTerm(gvks.Kind))
+			m.Insert(stringTerm("apiVersion"), stringTerm(gvks.GroupVersion().String()))
+			m.Insert(stringTerm("kind"), stringTerm(gvks.Kind))
 		}
-		req.Insert(ast.InternedTerm(o.key), ast.NewTerm(m))
+		req.Insert(stringTerm(o.key), ast.NewTerm(m))
 	}
 	return ast.NewObject(
-		item("apiVersion", ast.StringTerm("admission.k8s.io/v1")),
-		item("kind", ast.StringTerm("AdmissionReview")),
+		item("apiVersion", stringTerm("admission.k8s.io/v1")),
+		item("kind", stringTerm("AdmissionReview")),
 		item("request", ast.NewTerm(req)),
 	), nil
 }
@@ -105,8 +105,8 @@ func objectValue(obj runtime.Object) (ast.Object, error) {
 
 // dropToken removes spec.token from m, a TokenReview just decoded.
 func dropToken(m ast.Object) {
-	token := ast.InternedTerm("token")
-	t := m.Get(ast.InternedTerm("spec"))
+	token := stringTerm("token")
+	t := m.Get(stringTerm("spec"))
 	if t == nil {
 		return
 	}
@@ -120,25 +120,25 @@ func dropToken(m ast.Object) {
 			kept.Insert(k, v)
 		}
 	})
-	m.Insert(ast.InternedTerm("spec"), ast.NewTerm(kept))
+	m.Insert(stringTerm("spec"), ast.NewTerm(kept))
 }
 
 func item(key string, value *ast.Term) [2]*ast.Term {
-	return [2]*ast.Term{ast.InternedTerm(key), value}
+	return [2]*ast.Term{stringTerm(key), value}
 }
 
 func gvk(k schema.GroupVersionKind) *ast.Term {
-	return ast.ObjectTerm(item("group", ast.StringTerm(k.Group)), item("version", ast.StringTerm(k.Version)), item("kind", ast.StringTerm(k.Kind)))
+	return ast.ObjectTerm(item("group", stringTerm(k.Group)), item("version", stringTerm(k.Version)), item("kind", stringTerm(k.Kind)))
 }
 
 func gvr(r schema.GroupVersionResource) *ast.Term {
-	return ast.ObjectTerm(item("group", ast.StringTerm(r.Group)), item("version", ast.StringTerm(r.Version)), item("resource", ast.StringTerm(r.Resource)))
+	return ast.ObjectTerm(item("group", stringTerm(r.Group)), item("version", stringTerm(r.Version)), item("resource", stringTerm(r.Resource)))
 }
 
 func stringsTerm(s []string) *ast.Term {
 	out := make([]*ast.Term, len(s))
 	for i, v := range s {
-		out[i] = ast.StringTerm(v)
+		out[i] = stringTerm(v)
 	}
 	return ast.ArrayTerm(out...)
 }

@@ -66,7 +66,7 @@ func (d *jsonDecoder) value() (*ast.Term, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ast.InternedTerm(s), nil
+		return stringTerm(s), nil
 	case c == 't':
 		return d.literal("true", ast.InternedTerm(true))
 	case c == 'f':
@@ -117,7 +117,7 @@ func (d *jsonDecoder) object() (*ast.Term, error) {
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, [2]*ast.Term{ast.InternedTerm(k), v})
+		items = append(items, [2]*ast.Term{stringTerm(k), v})
 		d.space()
 		if d.pos == len(d.doc) {
 			return nil, errJSONEnd

@@ -147,6 +147,12 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 // input it evaluated with the decisions. Its error refuses the request;
 // the cause is logged without the input or values from it.
 func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (ast.Value, []Decision, error) {
+	if !set.appliesTo(a.GetKind().Kind) && set.data.stale.Load() == 0 {
+		// No policy can apply to this kind of object: an evaluation
+		// would decide nothing, and the input need not be built. While
+		// the data is stale the evaluation refuses, as for any kind.
+		return nil, nil, nil
+	}
 	input, err := Input(a)
 	if err != nil {
 		return nil, nil, err

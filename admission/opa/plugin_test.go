@@ -355,3 +355,27 @@ func TestEnforced(t *testing.T) {
 		}
 	}
 }
+
+// A request of a kind no policy applies to is not evaluated, nor made into
+// an input; while the policies' data is stale it is refused all the same.
+func TestNoPolicyForKindNoWork(t *testing.T) {
+	set := compile(t, map[string]string{"secrets.rego": "package kubernetes.admission\n\ndeny contains \"no\" if {\n\tinput.request.kind.kind == \"Secret\"\n\tinput.request.name == \"forbidden\"\n}\n"})
+	p := plugin(t, set, DefaultTimeout)
+	// A channel cannot be converted to an input; were it evaluated, the
+	// request would be refused.
+	bad := func(kind, resource string) admission.Attributes {
+		return admission.NewAttributesRecord(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team"}}, nil, corev1.SchemeGroupVersion.WithKind(kind), "team", "c", corev1.SchemeGroupVersion.WithResource(resource), "", admission.Create, &unconvertible{Ch: make(chan int)}, false, &user.DefaultInfo{Name: "alice"})
+	}
+	ctx := context.Background()
+	if err := p.Validate(ctx, bad("ConfigMap", "configmaps"), nil); err != nil {
+		t.Errorf("a ConfigMap, which no policy applies to: %v", err)
+	}
+	if err := p.Validate(ctx, bad("Secret", "secrets"), nil); err == nil {
+		t.Error("a Secret whose input cannot be built was allowed")
+	}
+	set.data.MarkStale("namespaces")
+	good := admission.NewAttributesRecord(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team"}}, nil, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "team", "c", corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+	if err := p.Validate(ctx, good, nil); !apierrors.IsForbidden(err) {
+		t.Errorf("a ConfigMap while the data is stale: %v; want a refusal", err)
+	}
+}
