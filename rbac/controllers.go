@@ -64,7 +64,8 @@ func Controllers() []Controller {
 					resources("configmaps", "secrets", "pods", "services", "serviceaccounts", "events"),
 				newRule("list", "delete", "deletecollection").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "delete", "deletecollection").groups(eventsGroup).resources("events"),
-				newRule("list", "delete", "deletecollection").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "delete", "deletecollection").groups(appsGroup).
+					resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 				newRule("list", "delete", "deletecollection").groups(coordinationGroup).resources("leases"),
 				newRule("list", "delete", "deletecollection").groups(rbacGroup).resources("roles", "rolebindings"),
 				newRule("update").groups(coreGroup).resources("namespaces/finalize", "namespaces/status"),
@@ -138,7 +139,8 @@ func Controllers() []Controller {
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).
 					resources("configmaps", "pods", "serviceaccounts", "services", "namespaces", "nodes"),
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).resources("secrets"),
-				newRule("list", "watch", "patch", "delete").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "watch", "patch", "delete").groups(appsGroup).
+					resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 				newRule("list", "watch", "patch", "delete").groups(coordinationGroup).resources("leases"),
 				newRule("list", "watch", "patch", "delete").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "watch", "patch", "delete").groups(rbacGroup).
