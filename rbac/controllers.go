@@ -110,6 +110,21 @@ func Controllers() []Controller {
 			),
 		},
 		{
+			// Runs each StatefulSet's pods, ordinal by ordinal, and
+			// records its templates as ControllerRevisions. It reads
+			// through the shared informers, but for a set whose status
+			// write conflicted, and a revision whose name is taken; it
+			// adopts no orphans, so it patches no pod.
+			Name:           "statefulset",
+			ServiceAccount: "statefulset-controller",
+			Rules: rules(
+				newRule("create", "delete").groups(coreGroup).resources("pods"),
+				newRule("get").groups(appsGroup).resources("statefulsets"),
+				newRule("get", "create", "update", "delete").groups(appsGroup).resources("controllerrevisions"),
+				newRule("update").groups(appsGroup).resources("statefulsets/status"),
+			),
+		},
+		{
 			// Keeps one set of EndpointSlices per Service with a
 			// selector, from its pods. It writes only the slices; it
 			// reads Services, pods and slices through the shared
@@ -158,7 +173,7 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
 		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
-		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 	)
 }
