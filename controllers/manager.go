@@ -70,6 +70,7 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"replicaset":             newReplicaSetController,
 	"deployment":             newDeploymentController,
 	"endpointslice":          newEndpointSliceController,
+	"statefulset":            newStatefulSetController,
 	"garbagecollector":       newGarbageCollector,
 }
 

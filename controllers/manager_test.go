@@ -56,7 +56,7 @@ func TestSelect(t *testing.T) {
 		{list: []string{"-serviceaccount", "*"}, want: allBut("serviceaccount")},
 		{list: []string{"serviceaccount"}, want: []string{"serviceaccount"}},
 		{list: []string{"replicaset", "-replicaset"}, want: nil},
-		{list: []string{"statefulset"}, wantErr: `unknown controller "statefulset"`},
+		{list: []string{"cronjob"}, wantErr: `unknown controller "cronjob"`},
 	} {
 		got, err := Select(tc.list)
 		if tc.wantErr != "" {

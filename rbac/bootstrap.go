@@ -145,7 +145,9 @@ func aggregateToViewRole() *rbacv1.ClusterRole {
 		newRule(readVerbs()...).groups(coreGroup).resources("namespaces", "namespaces/status"),
 		newRule(readVerbs()...).groups(appsGroup).resources(
 			"deployments", "deployments/status", "deployments/scale",
-			"replicasets", "replicasets/status", "replicasets/scale"),
+			"replicasets", "replicasets/status", "replicasets/scale",
+			"statefulsets", "statefulsets/status", "statefulsets/scale",
+			"daemonsets", "daemonsets/status", "controllerrevisions"),
 	)
 }
 
@@ -160,7 +162,8 @@ func aggregateToEditRole() *rbacv1.ClusterRole {
 		newRule(writeVerbs()...).groups(coreGroup).resources("pods", "services", "serviceaccounts", "configmaps", "secrets", "events"),
 		newRule(writeVerbs()...).groups(appsGroup).resources(
 			"deployments", "deployments/scale",
-			"replicasets", "replicasets/scale"),
+			"replicasets", "replicasets/scale",
+			"statefulsets", "statefulsets/scale", "daemonsets"),
 		// Leader election for the namespace's own workloads.
 		newRule(readWriteVerbs()...).groups(coordinationGroup).resources("leases"),
 	)

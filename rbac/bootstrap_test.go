@@ -48,7 +48,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:shared-informers"}
+	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:statefulset-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:shared-informers"}
 	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
 		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
 	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
@@ -414,6 +414,7 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 			holds: []rbacv1.PolicyRule{
 				read("", "pods", "pods/status", "configmaps", "serviceaccounts", "events", "namespaces"),
 				read("apps", "deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale"),
+				read("apps", "statefulsets", "statefulsets/status", "statefulsets/scale", "daemonsets", "daemonsets/status", "controllerrevisions"),
 			},
 			lacks: []rbacv1.PolicyRule{
 				rw("", "secrets"),
@@ -421,6 +422,8 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 				rw("rbac.authorization.k8s.io", "roles", "rolebindings", "clusterroles", "clusterrolebindings"),
 				newRule("create", "update", "patch", "delete", "deletecollection").groups("", "apps").
 					resources("pods", "configmaps", "serviceaccounts", "events", "namespaces", "deployments", "deployments/scale", "replicasets", "replicasets/scale").r,
+				newRule("create", "update", "patch", "delete", "deletecollection").groups("apps").
+					resources("statefulsets", "statefulsets/scale", "daemonsets", "controllerrevisions").r,
 			},
 		},
 		{
@@ -428,6 +431,7 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 			holds: []rbacv1.PolicyRule{
 				rw("", "pods", "configmaps", "secrets", "serviceaccounts", "events"),
 				rw("apps", "deployments", "deployments/scale", "replicasets", "replicasets/scale"),
+				rw("apps", "statefulsets", "statefulsets/scale", "daemonsets"),
 				rw("coordination.k8s.io", "leases"),
 				read("", "namespaces", "pods/status"),
 			},
@@ -435,7 +439,9 @@ func TestBootstrapPolicyUserFacingRoles(t *testing.T) {
 				rw("rbac.authorization.k8s.io", "roles", "rolebindings", "clusterroles", "clusterrolebindings"),
 				newRule("impersonate").groups("").resources("serviceaccounts").r,
 				newRule("create", "update", "patch", "delete").groups("").resources("namespaces", "namespaces/status", "pods/status").r,
-				newRule("update", "patch").groups("apps").resources("deployments/status", "replicasets/status").r,
+				newRule("update", "patch").groups("apps").resources("deployments/status", "replicasets/status", "statefulsets/status", "daemonsets/status").r,
+				// A revision is the controller's record of a template.
+				newRule("create", "update", "patch", "delete").groups("apps").resources("controllerrevisions").r,
 				newRule("create").groups("authorization.k8s.io").resources("localsubjectaccessreviews").r,
 			},
 		},

@@ -64,7 +64,8 @@ func Controllers() []Controller {
 					resources("configmaps", "secrets", "pods", "services", "serviceaccounts", "events"),
 				newRule("list", "delete", "deletecollection").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "delete", "deletecollection").groups(eventsGroup).resources("events"),
-				newRule("list", "delete", "deletecollection").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "delete", "deletecollection").groups(appsGroup).
+					resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 				newRule("list", "delete", "deletecollection").groups(coordinationGroup).resources("leases"),
 				newRule("list", "delete", "deletecollection").groups(rbacGroup).resources("roles", "rolebindings"),
 				newRule("update").groups(coreGroup).resources("namespaces/finalize", "namespaces/status"),
@@ -109,6 +110,21 @@ func Controllers() []Controller {
 			),
 		},
 		{
+			// Runs each StatefulSet's pods, ordinal by ordinal, and
+			// records its templates as ControllerRevisions. It reads
+			// through the shared informers, but for a set whose status
+			// write conflicted, and a revision whose name is taken; it
+			// adopts no orphans, so it patches no pod.
+			Name:           "statefulset",
+			ServiceAccount: "statefulset-controller",
+			Rules: rules(
+				newRule("create", "delete").groups(coreGroup).resources("pods"),
+				newRule("get").groups(appsGroup).resources("statefulsets"),
+				newRule("get", "create", "update", "delete").groups(appsGroup).resources("controllerrevisions"),
+				newRule("update").groups(appsGroup).resources("statefulsets/status"),
+			),
+		},
+		{
 			// Keeps one set of EndpointSlices per Service with a
 			// selector, from its pods. It writes only the slices; it
 			// reads Services, pods and slices through the shared
@@ -138,7 +154,8 @@ func Controllers() []Controller {
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).
 					resources("configmaps", "pods", "serviceaccounts", "services", "namespaces", "nodes"),
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).resources("secrets"),
-				newRule("list", "watch", "patch", "delete").groups(appsGroup).resources("deployments", "replicasets"),
+				newRule("list", "watch", "patch", "delete").groups(appsGroup).
+					resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 				newRule("list", "watch", "patch", "delete").groups(coordinationGroup).resources("leases"),
 				newRule("list", "watch", "patch", "delete").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "watch", "patch", "delete").groups(rbacGroup).
@@ -156,7 +173,7 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
 		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
-		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 	)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/registry"
 )
 
-// The scale subresource of Deployments and ReplicaSets, as kube-apiserver's
+// The scale subresource of Deployments, ReplicaSets and StatefulSets, as kube-apiserver's
 // scale storage serves it: GET answers an autoscaling/v1 Scale made from
 // the object; PUT and PATCH (JSON, merge, strategic merge and server-side
 // apply) change a Scale and carry its spec.replicas back to the object.
@@ -32,7 +32,8 @@ import (
 // entry of subresource "scale", and a later apply of the object conflicts
 // with that manager in turn.
 
-// scaleOf is the autoscaling/v1 Scale of a Deployment or ReplicaSet.
+// scaleOf is the autoscaling/v1 Scale of a Deployment, ReplicaSet or
+// StatefulSet.
 func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	var (
 		replicas, current int32
@@ -42,6 +43,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	case *appsv1.Deployment:
 		replicas, current, selector = ptrValue(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *appsv1.ReplicaSet:
+		replicas, current, selector = ptrValue(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.StatefulSet:
 		replicas, current, selector = ptrValue(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	default:
 		return nil, fmt.Errorf("%T has no scale", obj)
@@ -90,13 +93,14 @@ func (h *Handler) getScale(w http.ResponseWriter, r *http.Request, q *scope) {
 }
 
 // replicasPaths maps each API version kube-apiserver serves a scalable
-// resource in to where that version keeps the replicas, as its deployment
-// and replicaset storage do. A scale write keeps the object's managed
-// fields entries of these versions only; they are all we write.
+// resource in to where that version keeps the replicas, as its
+// deployment, replicaset and statefulset storage do. A scale write keeps
+// the object's managed fields entries of these versions only; they are
+// all we write.
 func replicasPaths(gr schema.GroupResource) managedfields.ResourcePathMappings {
 	replicas := fieldpath.MakePathOrDie("spec", "replicas")
 	versions := []string{"v1beta2", "v1"}
-	if gr.Resource == "deployments" {
+	if gr.Resource == "deployments" || gr.Resource == "statefulsets" {
 		versions = append(versions, "v1beta1")
 	}
 	paths := managedfields.ResourcePathMappings{}
@@ -106,7 +110,7 @@ func replicasPaths(gr schema.GroupResource) managedfields.ResourcePathMappings {
 	return paths
 }
 
-// updateScaleRoute sets the replicas of a Deployment or ReplicaSet from
+// updateScaleRoute sets the replicas of a scalable object from
 // the Scale of a PUT, whose resourceVersion, if set, is the precondition.
 func (h *Handler) updateScaleRoute(q *scope) *writeRoute {
 	decode := func(w http.ResponseWriter, r *http.Request) (*writeInput, error) {
@@ -130,7 +134,7 @@ func (h *Handler) updateScaleRoute(q *scope) *writeRoute {
 // costly.
 const maxScalePatchBytes = 64 << 10
 
-// patchScaleRoute patches the Scale of a Deployment or ReplicaSet with a
+// patchScaleRoute patches the Scale of a scalable object with a
 // JSON, merge (kubectl scale), strategic merge or apply patch (kubectl
 // apply --server-side --subresource=scale), through the Scale's patch
 // manager: fieldValidation applies to the fields of the Scale, and an
@@ -156,7 +160,7 @@ func (h *Handler) patchScaleRoute(q *scope) *writeRoute {
 // current Scale.
 type scaleFunc func(w http.ResponseWriter, r *http.Request, in *writeInput, current *autoscalingv1.Scale) (runtime.Object, error)
 
-// scaleRoute writes a Deployment's or ReplicaSet's replicas through its
+// scaleRoute writes a scalable object's replicas through its
 // Scale, on every attempt of the update, as kube's scale storage does:
 // the current Scale is made from the stored object, with the managed
 // fields of its replicas; next makes the new Scale from it; the new Scale
@@ -207,6 +211,8 @@ func (h *Handler) scaleRoute(q *scope, decode func(http.ResponseWriter, *http.Re
 		case *appsv1.Deployment:
 			o.Spec.Replicas = &n
 		case *appsv1.ReplicaSet:
+			o.Spec.Replicas = &n
+		case *appsv1.StatefulSet:
 			o.Spec.Replicas = &n
 		default:
 			return nil, fmt.Errorf("%T has no scale", old)

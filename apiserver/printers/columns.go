@@ -1,6 +1,7 @@
 package printers
 
 import (
+	appsv1beta1 "k8s.io/api/apps/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -22,6 +23,9 @@ var (
 	gkEventsEvent        = schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}
 	gkReplicaSet         = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
 	gkDeployment         = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	gkStatefulSet        = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	gkDaemonSet          = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
+	gkControllerRevision = schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}
 	gkLease              = schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}
 	gkService            = schema.GroupKind{Kind: "Service"}
 	gkEndpointSlice      = schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}
@@ -127,6 +131,35 @@ func Columns(gk schema.GroupKind) ([]metav1.TableColumnDefinition, bool) {
 			containersColumn(),
 			imagesColumn(),
 			{Name: "Selector", Type: "string", Priority: 1, Description: extensionsv1beta1.DeploymentSpec{}.SwaggerDoc()["selector"]},
+		}, true
+	case gkStatefulSet:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
+			ageColumn(),
+			containersColumn(),
+			imagesColumn(),
+		}, true
+	case gkDaemonSet:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "Desired", Type: "integer", Description: extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]},
+			{Name: "Current", Type: "integer", Description: extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]},
+			{Name: "Ready", Type: "integer", Description: extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]},
+			{Name: "Up-to-date", Type: "integer", Description: extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]},
+			{Name: "Available", Type: "integer", Description: extensionsv1beta1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]},
+			{Name: "Node Selector", Type: "string", Description: corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]},
+			ageColumn(),
+			containersColumn(),
+			imagesColumn(),
+			{Name: "Selector", Type: "string", Priority: 1, Description: extensionsv1beta1.DaemonSetSpec{}.SwaggerDoc()["selector"]},
+		}, true
+	case gkControllerRevision:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "Controller", Type: "string", Description: "Controller of the object"},
+			{Name: "Revision", Type: "string", Description: appsv1beta1.ControllerRevision{}.SwaggerDoc()["revision"]},
+			ageColumn(),
 		}, true
 	case gkService:
 		return []metav1.TableColumnDefinition{

@@ -114,6 +114,44 @@ func TestTableGolden(t *testing.T) {
 			},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
 		}}},
+		{"statefulsets", &appsv1.StatefulSetList{ListMeta: listMeta(), Items: []appsv1.StatefulSet{
+			{
+				ObjectMeta: objectMeta("default", "db", 3*time.Hour),
+				Spec: appsv1.StatefulSetSpec{
+					Replicas: ptr(int32(3)),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+					Template: podTemplate(),
+				},
+				Status: appsv1.StatefulSetStatus{Replicas: 3, ReadyReplicas: 2},
+			},
+			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
+		}}},
+		{"daemonsets", &appsv1.DaemonSetList{ListMeta: listMeta(), Items: []appsv1.DaemonSet{
+			{
+				ObjectMeta: objectMeta("kube-system", "agent", 7*24*time.Hour),
+				Spec: appsv1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+					Template: func() corev1.PodTemplateSpec {
+						t := podTemplate()
+						t.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+						return t
+					}(),
+				},
+				Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 2, UpdatedNumberScheduled: 1, NumberAvailable: 2},
+			},
+			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
+		}}},
+		{"controllerrevisions", &appsv1.ControllerRevisionList{ListMeta: listMeta(), Items: []appsv1.ControllerRevision{
+			{
+				ObjectMeta: func() metav1.ObjectMeta {
+					m := objectMeta("default", "db-7c9f6d", 3*time.Hour)
+					m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "u1", Controller: ptr(true)}}
+					return m
+				}(),
+				Revision: 2,
+			},
+			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
+		}}},
 		{"leases", &coordinationv1.LeaseList{ListMeta: listMeta(), Items: []coordinationv1.Lease{
 			{
 				ObjectMeta: objectMeta("kube-system", "kube-scheduler", 5*time.Hour+3*time.Minute),
@@ -228,6 +266,9 @@ func TestColumns(t *testing.T) {
 		{schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, []string{"Last Seen", "Type", "Reason", "Object", "Subobject*", "Source*", "Message", "First Seen*", "Count*", "Name*"}},
 		{schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, []string{"Name", "Desired", "Current", "Ready", "Age", "Containers*", "Images*", "Selector*"}},
 		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, []string{"Name", "Ready", "Up-to-date", "Available", "Age", "Containers*", "Images*", "Selector*"}},
+		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, []string{"Name", "Ready", "Age", "Containers*", "Images*"}},
+		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, []string{"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age", "Containers*", "Images*", "Selector*"}},
+		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, []string{"Name", "Controller", "Revision", "Age"}},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, []string{"Name", "Holder", "Age"}},
 		{rbac("Role"), []string{"Name", "Created At"}},
 		{rbac("ClusterRole"), []string{"Name", "Created At"}},

@@ -130,6 +130,12 @@ func describe(obj runtime.Object) (schema.GroupKind, renderFunc, bool) {
 		return gkReplicaSet, bind(o, replicaSetRow), true
 	case *appsv1.Deployment:
 		return gkDeployment, bind(o, deploymentRow), true
+	case *appsv1.StatefulSet:
+		return gkStatefulSet, bind(o, statefulSetRow), true
+	case *appsv1.DaemonSet:
+		return gkDaemonSet, bind(o, daemonSetRow), true
+	case *appsv1.ControllerRevision:
+		return gkControllerRevision, bind(o, controllerRevisionRow), true
 	case *corev1.Service:
 		return gkService, bind(o, serviceRow), true
 	case *discoveryv1.EndpointSlice:

@@ -1,0 +1,196 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+// A StatefulSet's ControllerRevisions record its templates, as kube's
+// do: each holds, as data, the patch {"spec":{"template":{...,
+// "$patch":"replace"}}} that gives a set that template, is named
+// <set>-<hash of the data and collisionCount> and numbered in the order
+// the templates were in use. Pods carry their revision's name in the
+// controller-revision-hash label.
+
+// revisionHashLabel is the hash label kube puts on a revision.
+const revisionHashLabel = "controller.kubernetes.io/hash"
+
+// revisionData is the data of a revision of set's template.
+func revisionData(tmpl *corev1.PodTemplateSpec) ([]byte, error) {
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	var t map[string]any
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, err
+	}
+	t["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": t}})
+}
+
+// revisionTemplate is the pod template a revision records.
+func revisionTemplate(r *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var d struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(r.Data.Raw, &d); err != nil {
+		return nil, fmt.Errorf("revision %s: %w", key(r), err)
+	}
+	return &d.Spec.Template, nil
+}
+
+// revisionHash is kube's hashControllerRevision: FNV-32 of the data
+// and, if set, the collision count, safely encoded.
+func revisionHash(data []byte, collisionCount *int32) string {
+	h := fnv.New32()
+	h.Write(data)
+	if collisionCount != nil {
+		h.Write([]byte(strconv.FormatInt(int64(*collisionCount), 10)))
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// ownedRevisions are the revisions set controls, oldest first.
+func (ssc *statefulSetController) ownedRevisions(set *appsv1.StatefulSet) ([]*appsv1.ControllerRevision, error) {
+	all, err := ssc.revisions.ControllerRevisions(set.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*appsv1.ControllerRevision
+	for _, r := range all {
+		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == set.UID {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *appsv1.ControllerRevision) int {
+		if a.Revision != b.Revision {
+			return int(a.Revision - b.Revision)
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	return out, nil
+}
+
+// sameTemplate reports whether r records tmpl.
+func sameTemplate(r *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec) bool {
+	t, err := revisionTemplate(r)
+	return err == nil && equality.Semantic.DeepEqual(t, tmpl)
+}
+
+// revisionsOf returns set's current and update revisions, recording the
+// update revision if no revision holds its template, or renumbering the
+// one that does as the latest (a rollback to an earlier template). A
+// revision of set's name and hash that records another template is a
+// collision: it returns the collision count to write, and an error.
+func (ssc *statefulSetController) revisionsOf(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision, collision *int32, err error) {
+	next := int64(1)
+	if len(revs) > 0 {
+		next = revs[len(revs)-1].Revision + 1
+	}
+	for _, r := range revs {
+		if sameTemplate(r, &set.Spec.Template) {
+			update = r
+		}
+	}
+	switch {
+	case update != nil && update.Revision != next-1:
+		// An earlier template again: it becomes the latest revision.
+		r := update.DeepCopy()
+		r.Revision = next
+		if update, err = ssc.client.AppsV1().ControllerRevisions(set.Namespace).Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+			return nil, nil, nil, fmt.Errorf("renumber revision %s: %w", key(r), err)
+		}
+	case update == nil:
+		data, err := revisionData(&set.Spec.Template)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		hash := revisionHash(data, set.Status.CollisionCount)
+		lbls := map[string]string{}
+		for k, v := range set.Spec.Template.Labels {
+			lbls[k] = v
+		}
+		lbls[revisionHashLabel] = hash
+		r := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            set.Name + "-" + hash,
+				Namespace:       set.Namespace,
+				Labels:          lbls,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, statefulSetKind)},
+			},
+			Data:     runtime.RawExtension{Raw: data},
+			Revision: next,
+		}
+		created, err := ssc.client.AppsV1().ControllerRevisions(set.Namespace).Create(ctx, r, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			existing, gerr := ssc.client.AppsV1().ControllerRevisions(set.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return nil, nil, nil, gerr
+			}
+			if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.UID && sameTemplate(existing, &set.Spec.Template) {
+				// Ours, not yet in the cache.
+				return nil, nil, nil, fmt.Errorf("revision %s not yet observed", key(r))
+			}
+			n := int32(0)
+			if set.Status.CollisionCount != nil {
+				n = *set.Status.CollisionCount
+			}
+			n++
+			return nil, nil, &n, fmt.Errorf("revision %s: hash collision, collisionCount now %d", key(r), n)
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("create revision %s: %w", key(r), err)
+		}
+		update = created
+	}
+	current = update
+	for _, r := range revs {
+		if r.Name == set.Status.CurrentRevision {
+			current = r
+		}
+	}
+	return current, update, nil, nil
+}
+
+// truncateHistory deletes the oldest revisions beyond
+// revisionHistoryLimit that are neither current, nor the update, nor
+// used by a pod.
+func (ssc *statefulSetController) truncateHistory(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, current, update *appsv1.ControllerRevision) error {
+	live := map[string]bool{current.Name: true, update.Name: true}
+	for _, p := range pods {
+		live[podRevision(p)] = true
+	}
+	var old []*appsv1.ControllerRevision
+	for _, r := range revs {
+		if !live[r.Name] {
+			old = append(old, r)
+		}
+	}
+	limit := 10
+	if set.Spec.RevisionHistoryLimit != nil {
+		limit = int(*set.Spec.RevisionHistoryLimit)
+	}
+	for _, r := range old[:max(len(old)-limit, 0)] {
+		err := ssc.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(r.UID))})
+		if err != nil && !gone(err) {
+			return fmt.Errorf("delete revision %s: %w", key(r), err)
+		}
+	}
+	return nil
+}
