@@ -59,10 +59,30 @@ func (p *policyStage) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, ca
 			return fmt.Errorf("admission policies: replication did not sync: %w", syncCtx.Err())
 		}
 	}
-	if p.dir != "" {
-		wg.Go(func() { p.followConfigMaps(ctx, caches[configMapsGR]) })
-		wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.read) })
+	if p.dir == "" {
+		return nil
 	}
+	cmSynced := make(chan struct{}, 1)
+	wg.Go(func() { p.followConfigMaps(ctx, caches[configMapsGR], cmSynced) })
+	select {
+	case <-cmSynced:
+	case <-syncCtx.Done():
+		return fmt.Errorf("admission policies: the policy ConfigMaps did not sync: %w", syncCtx.Err())
+	}
+	// The ConfigMaps' policies are in force before the server serves:
+	// they load as the directory's do at start, and stop it when they do
+	// not compile or pass their tests, rather than letting requests
+	// through that they would refuse.
+	files, err := p.read()
+	if err != nil {
+		return fmt.Errorf("admission policies: %w", err)
+	}
+	set, err := p.data.Compile(ctx, files)
+	if err != nil {
+		return fmt.Errorf("admission policies with those of the ConfigMaps of kube-system: %w", err)
+	}
+	p.plugin.Swap(set)
+	wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.read) })
 	return nil
 }
 
@@ -83,16 +103,21 @@ func (p *policyStage) read() (map[string][]byte, error) {
 }
 
 // followConfigMaps keeps fromConfigMaps the .rego keys of kube-system's
-// labelled ConfigMaps. A watch that starts again gathers its initial
+// labelled ConfigMaps, and says on synced when it first has them all. A watch that starts again gathers its initial
 // events apart and puts them in whole, so that no reload in between sees
 // some of the policies gone.
-func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cacher) {
+func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cacher, synced chan<- struct{}) {
 	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher) {
 		files, initial := map[string][]byte{}, w.Initial
 		commit := func() {
 			p.mu.Lock()
 			p.fromConfigMaps = files
 			p.mu.Unlock()
+			// The first watch's objects are all in.
+			select {
+			case synced <- struct{}{}:
+			default:
+			}
 		}
 		if initial == 0 {
 			commit()

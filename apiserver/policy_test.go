@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/e2e/e2etest"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -304,5 +307,55 @@ func TestPolicyKeys(t *testing.T) {
 	policyKeys(files, cm(labelled), watch.Deleted)
 	if len(files) != 1 || files["configmap:kube-system/other/b.rego"] == nil {
 		t.Errorf("deleted: %v", files)
+	}
+}
+
+// The policies of kube-system's ConfigMaps are in force from a server's
+// first request, not a reload later: a server that starts over a cluster
+// holding one refuses what it refuses at once; one whose ConfigMap policy
+// does not compile does not start, rather than serve without it.
+func TestPolicyConfigMapsAtStart(t *testing.T) {
+	e := etcdtest.Start(t)
+	withDir := func(c *Config) {
+		dir := t.TempDir()
+		data := opa.NewData()
+		set, err := data.LoadDirs(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.AdmissionPolicies, c.AdmissionData, c.AdmissionPolicyDir = set, data, dir
+	}
+	first := startServerOn(t, e, withDir)
+	cs := first.clientset(t, admin)
+	ctx := testContext(t)
+	policy := func(name, src string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"trustplane.io/policy": "rego"}}, Data: map[string]string{name + ".rego": src}}
+		if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy("nolate", "package kubernetes.admission\n\ndeny contains \"no ConfigMap may be called late\" if input.request.name == \"late\"\n")
+
+	second := startServerOn(t, e, withDir)
+	_, err := second.clientset(t, admin).CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "no ConfigMap may be called late") {
+		t.Errorf("the first request to a server just started: %v, want the ConfigMap's policy to refuse it", err)
+	}
+
+	policy("broken", "package kubernetes.admission\n\ndeny contains if {\n")
+	cfg, _ := testConfig(t, e, withDir)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Run(runCtx, ln); err == nil || !strings.Contains(err.Error(), "configmap:kube-system/broken/broken.rego:3") {
+		t.Errorf("a server whose ConfigMap policy does not compile: %v, want it not to start, naming the policy and line", err)
 	}
 }

@@ -52,6 +52,18 @@ func startServer(t testing.TB, opts ...serverOption) *testServer {
 // encryption key they all use; each has its own audit log.
 func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testServer {
 	t.Helper()
+	cfg, auditLog := testConfig(t, e, opts...)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runServer(t, e, s, auditLog)
+}
+
+// testConfig is the configuration of a test server over e, with its audit
+// log's path.
+func testConfig(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) (Config, string) {
+	t.Helper()
 	encPath := filepath.Join(e.Dir, "encryption-config.yaml")
 	if _, err := os.Stat(encPath); errors.Is(err, fs.ErrNotExist) {
 		enc, err := storage.NewEncryptionConfig()
@@ -122,10 +134,12 @@ func startServerOn(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) *testSe
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return cfg, auditLog
+}
+
+// runServer runs s, serving on a free loopback port, until the test ends.
+func runServer(t testing.TB, e *etcdtest.Etcd, s *Server, auditLog string) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
