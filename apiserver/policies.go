@@ -73,15 +73,22 @@ func (p *policyStage) start(ctx, syncCtx context.Context, wg *sync.WaitGroup, ca
 	// they load as the directory's do at start, and stop it when they do
 	// not compile or pass their tests, rather than letting requests
 	// through that they would refuse.
-	files, err := p.read()
-	if err != nil {
-		return fmt.Errorf("admission policies: %w", err)
+	p.mu.Lock()
+	none := len(p.fromConfigMaps) == 0
+	p.mu.Unlock()
+	if !none {
+		files, err := p.read()
+		if err != nil {
+			return fmt.Errorf("admission policies: %w", err)
+		}
+		set, err := p.data.Compile(ctx, files)
+		if err != nil {
+			return fmt.Errorf("admission policies with those of the ConfigMaps of kube-system: %w", err)
+		}
+		p.plugin.Swap(set)
 	}
-	set, err := p.data.Compile(ctx, files)
-	if err != nil {
-		return fmt.Errorf("admission policies with those of the ConfigMaps of kube-system: %w", err)
-	}
-	p.plugin.Swap(set)
+	// Without them, the directory's set, loaded with the configuration,
+	// is the running one.
 	wg.Go(func() { p.plugin.Watch(ctx, p.data, opa.DefaultReloadInterval, p.read) })
 	return nil
 }
