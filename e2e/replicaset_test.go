@@ -304,7 +304,13 @@ func TestReplicaSet(t *testing.T) {
 	// A pod the selector matches that another controller owns is not
 	// adopted, and does not count: the ReplicaSet scaled up still creates
 	// its own. An orphan the selector does not match is left alone.
-	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "0b8a8e3c-5f6e-4b7e-9d7e-000000000001", Controller: ptrTo(true)}
+	// The other controller is an object that exists, so that the
+	// garbage collector leaves its pod alone.
+	owner, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other-controller"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: ptrTo(true)}
 	for _, p := range []*corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Labels: map[string]string{"app": "web"}, OwnerReferences: []metav1.OwnerReference{other}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "stray", Labels: map[string]string{"app": "api"}}},
