@@ -215,6 +215,20 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
 
+var _ authn.SecretGetter = cacheReader{}
+
+// Secret reads a Secret from its cache and, when the cache does not have it
+// yet, from etcd: a bootstrap token works as soon as its Secret is written.
+func (cr cacheReader) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	obj, err := cr.object(ctx, secretsGR, namespace, name, func() runtime.Object { return &corev1.Secret{} })
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*corev1.Secret), nil
+}
+
+var secretsGR = schema.GroupResource{Resource: "secrets"}
+
 // The reads of the authorizers: each first catches the cache up with this
 // server's own writes, so that a decision sees them, and fails with the
 // cache when it is not following etcd.

@@ -241,7 +241,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, OIDC: c.OIDC})
+	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, Secrets: reader, OIDC: c.OIDC})
 	if err != nil {
 		return nil, err
 	}
