@@ -49,10 +49,11 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 	}
 
 	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:shared-informers"}
-	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
-		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
-	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
-		"system:basic-user"}, controllers...)
+	nodes := []string{"system:node-bootstrapper", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
+	wantRoles := slices.Concat([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, nodes, controllers)
+	wantBindings := slices.Concat([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"system:basic-user"}, nodes, controllers)
 	if !slices.Equal(roleNames, wantRoles) {
 		t.Errorf("ClusterRoles: got %q, want %q", roleNames, wantRoles)
 	}
@@ -200,6 +201,8 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	leader, informers := serviceAccount(LeaderElectionServiceAccount), serviceAccount(SharedInformersServiceAccount)
 	saController, publisher := serviceAccount("service-account-controller"), serviceAccount("root-ca-cert-publisher")
 	rsController := serviceAccount("replicaset-controller")
+	bootstrapper := testUser("system:bootstrap:abcdef", BootstrappersGroup, user.AllAuthenticated)
+	node := testUser("system:node:n1", NodesGroup, user.AllAuthenticated)
 	alice := testUser("alice", user.AllAuthenticated)
 	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
 	root := testUser("root", "system:masters", user.AllAuthenticated)
@@ -270,6 +273,21 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		{name: "the replicaset controller execs into a pod", attrs: resourceRequest(rsController, "create", "", "pods/exec", "team", "web-x")},
 		{name: "the replicaset controller gets a secret", attrs: resourceRequest(rsController, "get", "", "secrets", "team", "tls")},
 		{name: "the replicaset controller deletes a node", attrs: resourceRequest(rsController, "delete", "", "nodes", "", "n1")},
+
+		// A bootstrap token may ask for a node's certificate and read
+		// CSRs, and nothing else; a node may ask for its renewal.
+		{name: "bootstrapper creates a CSR", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "system:node-bootstrapper" of ClusterRole "system:node-bootstrapper" to Group "system:bootstrappers"`},
+		{name: "bootstrapper watches CSRs", attrs: resourceRequest(bootstrapper, "watch", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true},
+		{name: "bootstrapper may have a node client approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/nodeclient", "", ""), allow: true},
+		{name: "bootstrapper may not have a renewal approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient", "", "")},
+		{name: "bootstrapper approves a CSR", attrs: resourceRequest(bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests/approval", "", "n1")},
+		{name: "bootstrapper writes a CSR's status", attrs: resourceRequest(bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests/status", "", "n1")},
+		{name: "bootstrapper deletes a CSR", attrs: resourceRequest(bootstrapper, "delete", "certificates.k8s.io", "certificatesigningrequests", "", "n1")},
+		{name: "bootstrapper creates a node", attrs: resourceRequest(bootstrapper, "create", "", "nodes", "", "")},
+		{name: "bootstrapper gets a secret", attrs: resourceRequest(bootstrapper, "get", "", "secrets", "kube-system", "bootstrap-token-abcdef")},
+		{name: "node may have its renewal approved", attrs: resourceRequest(node, "create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient", "", ""), allow: true},
+		{name: "node may not have a new node approved", attrs: resourceRequest(node, "create", "certificates.k8s.io", "certificatesigningrequests/nodeclient", "", "")},
 
 		{name: "user reads /api", attrs: pathRequest(alice, "get", "/api"), allow: true,
 			reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},

@@ -143,6 +143,7 @@ func Controllers() []Controller {
 				newRule("list", "watch", "patch", "delete").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "watch", "patch", "delete").groups(rbacGroup).
 					resources("roles", "rolebindings", "clusterroles", "clusterrolebindings"),
+				newRule("list", "watch", "patch", "delete").groups(certificatesGroup).resources("certificatesigningrequests"),
 			),
 		},
 	}
@@ -158,6 +159,7 @@ func sharedInformersRules() []rbacv1.PolicyRule {
 		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
 		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+		newRule("list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
 	)
 }
 
