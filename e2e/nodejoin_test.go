@@ -210,6 +210,20 @@ func TestNodeJoin(t *testing.T) {
 	if got.Spec.Username != "system:bootstrap:"+id {
 		t.Errorf("CSR requester %q", got.Spec.Username)
 	}
+	// It reads its own CSR, as a node agent waits for it (a watch of its
+	// name), and no one else's.
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=node-csr-n1"}); err != nil {
+		t.Errorf("bootstrap token lists its own CSR by name: %v", err)
+	}
+	if _, err := admin.CertificatesV1().CertificateSigningRequests().Create(ctx, newJoiningNode(t, "x").request(t, "admins-own", nodeSubject("x"), nodeClientUsages...), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().Get(ctx, "admins-own", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("bootstrap token reads another's CSR: %v, want Forbidden", err)
+	}
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("bootstrap token lists every CSR: %v, want Forbidden", err)
+	}
 	// The bootstrap token may not approve, sign or delete, even its own.
 	mine := got.DeepCopy()
 	mine.Status.Conditions = nil

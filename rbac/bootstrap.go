@@ -53,8 +53,12 @@ const (
 // selfnodeclient (the node itself, to renew) of certificatesigningrequests.
 const (
 	NodeBootstrapperRole = "system:node-bootstrapper"
-	NodeClientRole       = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
-	SelfNodeClientRole   = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+	// CSRCreatorRole is what RBAC grants a bootstrap token: create CSRs.
+	// It reads those it created through the bootstrapper authorizer
+	// (rbac/bootstrapper), and no one else's.
+	CSRCreatorRole     = "trustplane:csr-creator"
+	NodeClientRole     = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	SelfNodeClientRole = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
 )
 
 // The labels kube's user-facing roles aggregate by: a ClusterRole carrying
@@ -125,11 +129,16 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 			newRule("create").groups(authorizationGroup).resources("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 			newRule("create").groups(authenticationGroup).resources("selfsubjectreviews"),
 		),
-		// What a node needs to ask for its certificate and wait for it.
+		// What a node needs to renew its certificate and wait for it.
 		// As kube's, it reads every CSR: they hold public keys,
 		// certificates and their requesters' names, no secret.
 		clusterRole(NodeBootstrapperRole,
 			newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
+		),
+		// A bootstrap token only creates CSRs; it reads its own through
+		// the bootstrapper authorizer.
+		clusterRole(CSRCreatorRole,
+			newRule("create").groups(certificatesGroup).resources("certificatesigningrequests"),
 		),
 		// Not a resource anyone writes: the approver asks these of a
 		// CSR's requester, so that who may have a node certificate
@@ -158,8 +167,10 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(user.AllAuthenticated)),
 		// kubeadm's bindings, under the roles' names: a bootstrap token
 		// may ask for a new node's certificate, and a node for its own
-		// renewal.
-		clusterRoleBinding(NodeBootstrapperRole, NodeBootstrapperRole, groupSubject(BootstrappersGroup), groupSubject(NodesGroup)),
+		// renewal. kubeadm binds system:node-bootstrapper to the
+		// bootstrap tokens too, which would let them read every CSR.
+		clusterRoleBinding(NodeBootstrapperRole, NodeBootstrapperRole, groupSubject(NodesGroup)),
+		clusterRoleBinding(CSRCreatorRole, CSRCreatorRole, groupSubject(BootstrappersGroup)),
 		clusterRoleBinding(NodeClientRole, NodeClientRole, groupSubject(BootstrappersGroup)),
 		clusterRoleBinding(SelfNodeClientRole, SelfNodeClientRole, groupSubject(NodesGroup)),
 	}

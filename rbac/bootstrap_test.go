@@ -49,7 +49,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 	}
 
 	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:csr-approving-controller", "system:controller:csr-signing-controller", "system:controller:shared-informers"}
-	nodes := []string{"system:node-bootstrapper", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
+	nodes := []string{"system:node-bootstrapper", "trustplane:csr-creator", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
 	wantRoles := slices.Concat([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
 		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, nodes, controllers)
 	wantBindings := slices.Concat([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
@@ -280,8 +280,11 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		// A bootstrap token may ask for a node's certificate and read
 		// CSRs, and nothing else; a node may ask for its renewal.
 		{name: "bootstrapper creates a CSR", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true,
-			reason: `RBAC: allowed by ClusterRoleBinding "system:node-bootstrapper" of ClusterRole "system:node-bootstrapper" to Group "system:bootstrappers"`},
-		{name: "bootstrapper watches CSRs", attrs: resourceRequest(bootstrapper, "watch", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true},
+			reason: `RBAC: allowed by ClusterRoleBinding "trustplane:csr-creator" of ClusterRole "trustplane:csr-creator" to Group "system:bootstrappers"`},
+		// Its own it reads through the bootstrapper authorizer.
+		{name: "bootstrapper watches CSRs", attrs: resourceRequest(bootstrapper, "watch", "certificates.k8s.io", "certificatesigningrequests", "", "")},
+		{name: "bootstrapper gets a CSR", attrs: resourceRequest(bootstrapper, "get", "certificates.k8s.io", "certificatesigningrequests", "", "n1")},
+		{name: "node watches CSRs", attrs: resourceRequest(node, "watch", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true},
 		{name: "bootstrapper may have a node client approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/nodeclient", "", ""), allow: true},
 		{name: "bootstrapper may not have a renewal approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient", "", "")},
 		{name: "bootstrapper approves a CSR", attrs: resourceRequest(bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests/approval", "", "n1")},
