@@ -71,6 +71,11 @@ func newCSRApprovingController(c *controllerContext) (runner, error) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
+		if err == nil {
+			// Why a node could not join is the first thing its operator
+			// asks.
+			c.logger.Info("csrapproving: decided", "csr", name, "requester", csr.Spec.Username, "condition", cond.Type, "reason", reason, "message", message)
+		}
 		// A conflict is retried from the informer's newer copy.
 		return err
 	})

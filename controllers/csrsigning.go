@@ -40,11 +40,11 @@ func newCSRSigningController(c *controllerContext) (runner, error) {
 			return nil
 		}
 		next := csr.DeepCopy()
-		cert, err := c.signer.sign(csr)
-		if err != nil {
+		cert, signErr := c.signer.sign(csr)
+		if signErr != nil {
 			next.Status.Conditions = append(next.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 				Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue,
-				Reason: "SignerValidationFailure", Message: err.Error(), LastUpdateTime: metav1.Now(),
+				Reason: "SignerValidationFailure", Message: signErr.Error(), LastUpdateTime: metav1.Now(),
 			})
 		} else {
 			next.Status.Certificate = cert
@@ -52,6 +52,13 @@ func newCSRSigningController(c *controllerContext) (runner, error) {
 		_, err = c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		switch {
+		case err != nil:
+		case signErr != nil:
+			c.logger.Warn("csrsigning: refused to sign", "csr", name, "requester", csr.Spec.Username, "err", signErr)
+		default:
+			c.logger.Info("csrsigning: signed", "csr", name, "requester", csr.Spec.Username)
 		}
 		return err
 	})
