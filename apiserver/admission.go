@@ -35,7 +35,14 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
-	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, escalation}, extra...)
+	certificates, err := admission.NewCertificates(authz)
+	if err != nil {
+		return nil, nil, err
+	}
+	// CertificateApproval, CertificateSigning and
+	// CertificateSubjectRestriction come after NodeRestriction in kube's
+	// order, as here.
+	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, certificates, escalation}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/authn/serviceaccount"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/rbac"
+	"github.com/trustplane/trustplane/rbac/bootstrapper"
 	"github.com/trustplane/trustplane/rbac/node"
 )
 
@@ -214,6 +216,35 @@ func (cr cacheReader) object(ctx context.Context, gr schema.GroupResource, names
 }
 
 var serviceAccountsGR = schema.GroupResource{Resource: "serviceaccounts"}
+
+var _ authn.SecretGetter = cacheReader{}
+
+// Secret reads a Secret from its cache and, when the cache does not have it
+// yet, from etcd: a bootstrap token works as soon as its Secret is written.
+func (cr cacheReader) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	obj, err := cr.object(ctx, secretsGR, namespace, name, func() runtime.Object { return &corev1.Secret{} })
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*corev1.Secret), nil
+}
+
+var secretsGR = schema.GroupResource{Resource: "secrets"}
+
+var _ bootstrapper.CSRGetter = cacheReader{}
+
+// CertificateSigningRequest reads a CSR from its cache and, when the cache
+// does not have it yet, from etcd: a bootstrap token reads the CSR it has
+// just created.
+func (cr cacheReader) CertificateSigningRequest(ctx context.Context, name string) (*certificatesv1.CertificateSigningRequest, error) {
+	obj, err := cr.object(ctx, csrsGR, "", name, func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} })
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	return obj.(*certificatesv1.CertificateSigningRequest), nil
+}
+
+var csrsGR = certificatesv1.Resource("certificatesigningrequests")
 
 // The reads of the authorizers: each first catches the cache up with this
 // server's own writes, so that a decision sees them, and fails with the

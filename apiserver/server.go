@@ -35,6 +35,7 @@ import (
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/rbac"
+	"github.com/trustplane/trustplane/rbac/bootstrapper"
 	"github.com/trustplane/trustplane/rbac/node"
 )
 
@@ -241,7 +242,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, OIDC: c.OIDC})
+	authenticators, err := authn.New(authn.Config{ClientCA: c.ClientCA, ServiceAccounts: c.TokenVerifier, Audiences: c.APIAudiences, Objects: reader, Secrets: reader, OIDC: c.OIDC})
 	if err != nil {
 		return nil, err
 	}
@@ -253,10 +254,16 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Nodes first: it decides for node identities only; everyone else,
-	// and what it has no opinion on, goes to RBAC.
+	bootstrapAuthz, err := bootstrapper.New(reader)
+	if err != nil {
+		return nil, err
+	}
+	// Nodes first: it decides for node identities only; then a bootstrap
+	// token's reads of its own CSRs; everyone else, and what they have no
+	// opinion on, goes to RBAC.
 	authz, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "Node", Authorizer: nodeAuthz},
+		union.NamedAuthorizer{AuthorizerName: "Bootstrapper", Authorizer: bootstrapAuthz},
 		union.NamedAuthorizer{AuthorizerName: "RBAC", Authorizer: rbacAuthz},
 	)
 	if err != nil {

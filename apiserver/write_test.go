@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -178,6 +180,9 @@ func doorFixtures() map[schema.GroupVersionKind]runtime.Object {
 		&coordinationv1.Lease{ObjectMeta: om(true)},
 		&corev1.Service{ObjectMeta: om(true), Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "door"}, Ports: []corev1.ServicePort{{Port: 80}}}},
 		&discoveryv1.EndpointSlice{ObjectMeta: om(true), AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.3"}}}},
+		&certificatesv1.CertificateSigningRequest{ObjectMeta: om(false), Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: csrPEM(pkix.Name{CommonName: "door"}), SignerName: "example.com/door", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
+		}},
 		&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: resourceAttrs}},
 		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: doorNS}},
 		&authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "someone", ResourceAttributes: resourceAttrs}},

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -40,6 +41,8 @@ type controllerContext struct {
 	// rootCA is the cluster's CA, PEM, from the controller manager's
 	// kubeconfig.
 	rootCA []byte
+	// signer signs node client certificates; nil without a signing CA.
+	signer *csrSigner
 }
 
 // metadataClients are the clients of a controller that reads every kind
@@ -72,6 +75,9 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"endpointslice":          newEndpointSliceController,
 	"statefulset":            newStatefulSetController,
 	"garbagecollector":       newGarbageCollector,
+	"csrapproving":           newCSRApprovingController,
+	"csrsigning":             newCSRSigningController,
+	"tokencleaner":           newTokenCleaner,
 }
 
 // Names are the names of every controller, sorted.
@@ -131,6 +137,15 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader
 	// election's, kube-controller-manager's defaults when zero.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA the
+	// csrsigning controller signs node client certificates with, read
+	// from the files as kube's controller reads them: the controller
+	// manager runs beside the API server, on the control plane's host.
+	// Required when csrsigning runs.
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	// ClusterSigningDuration is how long the certificates it signs live
+	// at most; a year when zero, kube's default.
+	ClusterSigningDuration time.Duration
 }
 
 // Run runs the controllers until ctx is done, while this instance leads:
@@ -160,6 +175,20 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("controller manager: read the CA: %w", err)
 		}
 	}
+	var signer *csrSigner
+	if slices.Contains(o.Controllers, "csrsigning") {
+		if o.ClusterSigningCertFile == "" || o.ClusterSigningKeyFile == "" {
+			return errors.New("controller manager: csrsigning needs the cluster signing CA's certificate and key files")
+		}
+		if o.ClusterSigningDuration < 0 {
+			return fmt.Errorf("controller manager: cluster signing duration %s is negative", o.ClusterSigningDuration)
+		}
+		ca, err := loadSigningCA(o.ClusterSigningCertFile, o.ClusterSigningKeyFile)
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		signer = &csrSigner{ca: ca, duration: cmp.Or(o.ClusterSigningDuration, 365*24*time.Hour)}
+	}
 	manager, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
 		return err
@@ -181,7 +210,7 @@ func Run(ctx context.Context, o Options) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	lead := func(ctx context.Context) {
-		if err := runControllers(ctx, o, clientAs, rootCA); err != nil && ctx.Err() == nil {
+		if err := runControllers(ctx, o, clientAs, rootCA, signer); err != nil && ctx.Err() == nil {
 			o.Logger.Error("controller manager: controllers stopped", "err", err)
 		}
 	}
@@ -213,7 +242,7 @@ func Run(ctx context.Context, o Options) error {
 
 // runControllers runs the chosen controllers over informers shared by
 // all, until ctx is done.
-func runControllers(ctx context.Context, o Options, clientAs func(string) (kubernetes.Interface, *rest.Config, error), rootCA []byte) error {
+func runControllers(ctx context.Context, o Options, clientAs func(string) (kubernetes.Interface, *rest.Config, error), rootCA []byte, signer *csrSigner) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	informerClient, _, err := clientAs(rbac.SharedInformersServiceAccount)
@@ -231,7 +260,7 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 		if err != nil {
 			return err
 		}
-		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA})
+		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA, signer: signer})
 		if err != nil {
 			return err
 		}
@@ -246,4 +275,21 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 	o.Logger.Info("controller manager: leading", "controllers", strings.Join(o.Controllers, ","))
 	wg.Wait()
 	return nil
+}
+
+// loadSigningCA reads the cluster signing CA's certificate and key.
+func loadSigningCA(certFile, keyFile string) (*pki.CA, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster signing certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster signing key: %w", err)
+	}
+	ca, err := pki.ParseCA(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("cluster signing CA %s: %w", certFile, err)
+	}
+	return ca, nil
 }

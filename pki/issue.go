@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/cloudflare/cfssl/config"
@@ -134,4 +135,48 @@ func SplitHosts(hosts []string) (dns []string, ips []net.IP) {
 		}
 	}
 	return dns, ips
+}
+
+// clientUsages are the only usages SignClientCSR issues: cfssl's names,
+// which are also kube's KeyUsage values.
+var clientUsages = []string{"digital signature", "key encipherment", "client auth"}
+
+// SignClientCSR signs a PEM certificate request as a client certificate
+// with usages, a subset of digital signature, key encipherment and client
+// auth that holds client auth, valid until notAfter or the CA's own
+// expiry, whichever is first. The subject is the request's; it carries no
+// hosts, and a request for a CA certificate is refused (the signing
+// profile allows none). The caller decides whether the request deserves
+// it.
+func (ca *CA) SignClientCSR(csrPEM []byte, usages []string, notAfter time.Time) ([]byte, error) {
+	if !slices.Contains(usages, "client auth") {
+		return nil, errors.New("sign client certificate: usages lack client auth")
+	}
+	for _, u := range usages {
+		if !slices.Contains(clientUsages, u) {
+			return nil, fmt.Errorf("sign client certificate: usage %q is not a client's", u)
+		}
+	}
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	validity := time.Until(notAfter)
+	if validity <= 0 {
+		return nil, fmt.Errorf("sign client certificate: no validity left before %s", notAfter.Format(time.RFC3339))
+	}
+	policy := &config.Signing{Default: &config.SigningProfile{
+		Usage:        usages,
+		Expiry:       validity,
+		ExpiryString: validity.String(),
+	}}
+	s, err := local.NewSigner(ca.key, ca.Cert, signer.DefaultSigAlgo(ca.key), policy)
+	if err != nil {
+		return nil, fmt.Errorf("sign client certificate: %w", err)
+	}
+	// An empty Hosts list, not nil: nil would copy the request's SANs.
+	certPEM, err := s.Sign(signer.SignRequest{Request: string(csrPEM), Hosts: []string{}, NotAfter: notAfter})
+	if err != nil {
+		return nil, fmt.Errorf("sign client certificate: %w", err)
+	}
+	return certPEM, nil
 }

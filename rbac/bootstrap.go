@@ -36,6 +36,29 @@ const (
 	rbacGroup           = rbacv1.GroupName
 	authorizationGroup  = "authorization.k8s.io"
 	authenticationGroup = "authentication.k8s.io"
+	certificatesGroup   = "certificates.k8s.io"
+)
+
+// Groups of the nodes' identities, kube's.
+const (
+	// BootstrappersGroup holds every bootstrap token's user.
+	BootstrappersGroup = "system:bootstrappers"
+	// NodesGroup holds every node's user, system:node:<name>.
+	NodesGroup = "system:nodes"
+)
+
+// The ClusterRoles that let a node obtain its client certificate, kube's
+// names: the CSR approver asks whether a CSR's requester may create the
+// subresource nodeclient (a bootstrap token's user, for a new node) or
+// selfnodeclient (the node itself, to renew) of certificatesigningrequests.
+const (
+	NodeBootstrapperRole = "system:node-bootstrapper"
+	// CSRCreatorRole is what RBAC grants a bootstrap token: create CSRs.
+	// It reads those it created through the bootstrapper authorizer
+	// (rbac/bootstrapper), and no one else's.
+	CSRCreatorRole     = "trustplane:csr-creator"
+	NodeClientRole     = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	SelfNodeClientRole = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
 )
 
 // The labels kube's user-facing roles aggregate by: a ClusterRole carrying
@@ -106,6 +129,26 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 			newRule("create").groups(authorizationGroup).resources("selfsubjectaccessreviews", "selfsubjectrulesreviews"),
 			newRule("create").groups(authenticationGroup).resources("selfsubjectreviews"),
 		),
+		// What a node needs to renew its certificate and wait for it.
+		// As kube's, it reads every CSR: they hold public keys,
+		// certificates and their requesters' names, no secret.
+		clusterRole(NodeBootstrapperRole,
+			newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
+		),
+		// A bootstrap token only creates CSRs; it reads its own through
+		// the bootstrapper authorizer.
+		clusterRole(CSRCreatorRole,
+			newRule("create").groups(certificatesGroup).resources("certificatesigningrequests"),
+		),
+		// Not a resource anyone writes: the approver asks these of a
+		// CSR's requester, so that who may have a node certificate
+		// approved is RBAC's to say.
+		clusterRole(NodeClientRole,
+			newRule("create").groups(certificatesGroup).resources("certificatesigningrequests/nodeclient"),
+		),
+		clusterRole(SelfNodeClientRole,
+			newRule("create").groups(certificatesGroup).resources("certificatesigningrequests/selfnodeclient"),
+		),
 	}
 	for _, aggregated := range AggregateClusterRoles(roles) {
 		for i := range roles {
@@ -122,6 +165,14 @@ func BootstrapPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		clusterRoleBinding(SchedulerUser, SchedulerUser, userSubject(SchedulerUser)),
 		// kube once bound this to system:unauthenticated too, and stopped.
 		clusterRoleBinding("system:basic-user", "system:basic-user", groupSubject(user.AllAuthenticated)),
+		// kubeadm's bindings, under the roles' names: a bootstrap token
+		// may ask for a new node's certificate, and a node for its own
+		// renewal. kubeadm binds system:node-bootstrapper to the
+		// bootstrap tokens too, which would let them read every CSR.
+		clusterRoleBinding(NodeBootstrapperRole, NodeBootstrapperRole, groupSubject(NodesGroup)),
+		clusterRoleBinding(CSRCreatorRole, CSRCreatorRole, groupSubject(BootstrappersGroup)),
+		clusterRoleBinding(NodeClientRole, NodeClientRole, groupSubject(BootstrappersGroup)),
+		clusterRoleBinding(SelfNodeClientRole, SelfNodeClientRole, groupSubject(NodesGroup)),
 	}
 	controllerRoles, controllerBindings := controllerPolicy()
 	return append(roles, controllerRoles...), append(bindings, controllerBindings...)

@@ -48,11 +48,12 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:statefulset-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:shared-informers"}
-	wantRoles := append([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
-		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, controllers...)
-	wantBindings := append([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
-		"system:basic-user"}, controllers...)
+	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:statefulset-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:csr-approving-controller", "system:controller:csr-signing-controller", "system:controller:shared-informers"}
+	nodes := []string{"system:node-bootstrapper", "trustplane:csr-creator", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
+	wantRoles := slices.Concat([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, nodes, controllers)
+	wantBindings := slices.Concat([]string{"trustplane:cluster-admins", "system:discovery", "system:public-info-viewer", SchedulerUser,
+		"system:basic-user"}, nodes, controllers)
 	if !slices.Equal(roleNames, wantRoles) {
 		t.Errorf("ClusterRoles: got %q, want %q", roleNames, wantRoles)
 	}
@@ -155,7 +156,9 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 	}
 	system := []string{SchedulerUser, ControllerRole(SharedInformersServiceAccount)}
 	for _, c := range Controllers() {
-		system = append(system, ControllerRole(c.ServiceAccount))
+		if len(c.Rules) > 0 {
+			system = append(system, ControllerRole(c.ServiceAccount))
+		}
 	}
 	for _, name := range system {
 		for _, rule := range byName[name].Rules {
@@ -200,6 +203,9 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 	leader, informers := serviceAccount(LeaderElectionServiceAccount), serviceAccount(SharedInformersServiceAccount)
 	saController, publisher := serviceAccount("service-account-controller"), serviceAccount("root-ca-cert-publisher")
 	rsController := serviceAccount("replicaset-controller")
+	approver, signer, cleaner := serviceAccount("csr-approving-controller"), serviceAccount("csr-signing-controller"), serviceAccount("token-cleaner")
+	bootstrapper := testUser("system:bootstrap:abcdef", BootstrappersGroup, user.AllAuthenticated)
+	node := testUser("system:node:n1", NodesGroup, user.AllAuthenticated)
 	alice := testUser("alice", user.AllAuthenticated)
 	anonymous := testUser(user.Anonymous, user.AllUnauthenticated)
 	root := testUser("root", "system:masters", user.AllAuthenticated)
@@ -270,6 +276,35 @@ func TestBootstrapPolicyAuthorize(t *testing.T) {
 		{name: "the replicaset controller execs into a pod", attrs: resourceRequest(rsController, "create", "", "pods/exec", "team", "web-x")},
 		{name: "the replicaset controller gets a secret", attrs: resourceRequest(rsController, "get", "", "secrets", "team", "tls")},
 		{name: "the replicaset controller deletes a node", attrs: resourceRequest(rsController, "delete", "", "nodes", "", "n1")},
+
+		// A bootstrap token may ask for a node's certificate and read
+		// CSRs, and nothing else; a node may ask for its renewal.
+		{name: "bootstrapper creates a CSR", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true,
+			reason: `RBAC: allowed by ClusterRoleBinding "trustplane:csr-creator" of ClusterRole "trustplane:csr-creator" to Group "system:bootstrappers"`},
+		// Its own it reads through the bootstrapper authorizer.
+		{name: "bootstrapper watches CSRs", attrs: resourceRequest(bootstrapper, "watch", "certificates.k8s.io", "certificatesigningrequests", "", "")},
+		{name: "bootstrapper gets a CSR", attrs: resourceRequest(bootstrapper, "get", "certificates.k8s.io", "certificatesigningrequests", "", "n1")},
+		{name: "node watches CSRs", attrs: resourceRequest(node, "watch", "certificates.k8s.io", "certificatesigningrequests", "", ""), allow: true},
+		{name: "bootstrapper may have a node client approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/nodeclient", "", ""), allow: true},
+		{name: "bootstrapper may not have a renewal approved", attrs: resourceRequest(bootstrapper, "create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient", "", "")},
+		{name: "bootstrapper approves a CSR", attrs: resourceRequest(bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests/approval", "", "n1")},
+		{name: "bootstrapper writes a CSR's status", attrs: resourceRequest(bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests/status", "", "n1")},
+		{name: "bootstrapper deletes a CSR", attrs: resourceRequest(bootstrapper, "delete", "certificates.k8s.io", "certificatesigningrequests", "", "n1")},
+		{name: "bootstrapper creates a node", attrs: resourceRequest(bootstrapper, "create", "", "nodes", "", "")},
+		{name: "bootstrapper gets a secret", attrs: resourceRequest(bootstrapper, "get", "", "secrets", "kube-system", "bootstrap-token-abcdef")},
+		{name: "node may have its renewal approved", attrs: resourceRequest(node, "create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient", "", ""), allow: true},
+		{name: "node may not have a new node approved", attrs: resourceRequest(node, "create", "certificates.k8s.io", "certificatesigningrequests/nodeclient", "", "")},
+		{name: "the approver approves for the kubelet client signer", attrs: resourceRequest(approver, "approve", "certificates.k8s.io", "signers", "", "kubernetes.io/kube-apiserver-client-kubelet"), allow: true},
+		{name: "the approver approves for another signer", attrs: resourceRequest(approver, "approve", "certificates.k8s.io", "signers", "", "kubernetes.io/kube-apiserver-client")},
+		{name: "the approver signs", attrs: resourceRequest(approver, "sign", "certificates.k8s.io", "signers", "", "kubernetes.io/kube-apiserver-client-kubelet")},
+		{name: "the signer signs for the kubelet client signer", attrs: resourceRequest(signer, "sign", "certificates.k8s.io", "signers", "", "kubernetes.io/kube-apiserver-client-kubelet"), allow: true},
+		{name: "the signer signs for another signer", attrs: resourceRequest(signer, "sign", "certificates.k8s.io", "signers", "", "kubernetes.io/kube-apiserver-client")},
+		{name: "the signer approves", attrs: resourceRequest(signer, "update", "certificates.k8s.io", "certificatesigningrequests/approval", "", "n1")},
+		{name: "the token cleaner deletes a token", attrs: resourceRequest(cleaner, "delete", "", "secrets", "kube-system", "bootstrap-token-abcdef"), allow: true,
+			reason: `RBAC: allowed by RoleBinding "system:controller:token-cleaner/kube-system" of Role "system:controller:token-cleaner" to ServiceAccount "token-cleaner/kube-system"`},
+		{name: "the token cleaner lists secrets elsewhere", attrs: resourceRequest(cleaner, "list", "", "secrets", "default", "")},
+		{name: "the token cleaner lists secrets cluster-wide", attrs: resourceRequest(cleaner, "list", "", "secrets", "", "")},
+		{name: "the token cleaner gets a secret", attrs: resourceRequest(cleaner, "get", "", "secrets", "kube-system", "bootstrap-token-abcdef")},
 
 		{name: "user reads /api", attrs: pathRequest(alice, "get", "/api"), allow: true,
 			reason: `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`},

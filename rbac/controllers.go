@@ -36,7 +36,15 @@ type Controller struct {
 	Name           string
 	ServiceAccount string
 	Rules          []rbacv1.PolicyRule
+	// SystemNamespaceRules are granted in kube-system only, by the Role
+	// system:controller:<ServiceAccount> there; a controller with no
+	// Rules has no ClusterRole.
+	SystemNamespaceRules []rbacv1.PolicyRule
 }
+
+// The signer the CSR controllers approve and sign for, kube's name for
+// the node client certificates.
+const KubeletClientSigner = "kubernetes.io/kube-apiserver-client-kubelet"
 
 // Controllers are the controllers' identities, each a fresh copy. The
 // rules are kube's bootstrap policy for the controller, narrowed to what
@@ -160,6 +168,46 @@ func Controllers() []Controller {
 				newRule("list", "watch", "patch", "delete").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "watch", "patch", "delete").groups(rbacGroup).
 					resources("roles", "rolebindings", "clusterroles", "clusterrolebindings"),
+				newRule("list", "watch", "patch", "delete").groups(certificatesGroup).resources("certificatesigningrequests"),
+			),
+		},
+		{
+			// Approves node client CSRs that meet kube's rules, and
+			// denies the rest of that signer's: it asks the API server
+			// (a SubjectAccessReview) whether the requester may create
+			// certificatesigningrequests/nodeclient or
+			// selfnodeclient, and approves for that signer only.
+			Name:           "csrapproving",
+			ServiceAccount: "csr-approving-controller",
+			Rules: rules(
+				newRule("update").groups(certificatesGroup).resources("certificatesigningrequests/approval"),
+				newRule("approve").groups(certificatesGroup).resources("signers").names(KubeletClientSigner),
+				newRule("create").groups(authorizationGroup).resources("subjectaccessreviews"),
+			),
+		},
+		{
+			// Signs approved node client CSRs with the cluster CA, whose
+			// key it reads from its file, as kube's csrsigning
+			// controller does; it writes only the certificate.
+			Name:           "csrsigning",
+			ServiceAccount: "csr-signing-controller",
+			Rules: rules(
+				newRule("update").groups(certificatesGroup).resources("certificatesigningrequests/status"),
+				newRule("sign").groups(certificatesGroup).resources("signers").names(KubeletClientSigner),
+			),
+		},
+		{
+			// Deletes expired bootstrap tokens. They are Secrets, which
+			// no other controller's reads include, so it lists and
+			// watches them itself; they live in kube-system only, so
+			// that is where it may list, watch and delete Secrets, and
+			// nowhere else. RBAC cannot narrow a list to one type of
+			// Secret: it reads every Secret of kube-system, which is
+			// why it has no other rights at all.
+			Name:           "tokencleaner",
+			ServiceAccount: "token-cleaner",
+			SystemNamespaceRules: rules(
+				newRule("list", "watch", "delete").groups(coreGroup).resources("secrets"),
 			),
 		},
 	}
@@ -175,6 +223,7 @@ func sharedInformersRules() []rbacv1.PolicyRule {
 		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
 		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+		newRule("list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
 	)
 }
 
@@ -190,7 +239,9 @@ func controllerPolicy() ([]*rbacv1.ClusterRole, []*rbacv1.ClusterRoleBinding) {
 		bindings = append(bindings, clusterRoleBinding(ControllerRole(sa), ControllerRole(sa), serviceAccountSubject(ControllersNamespace, sa)))
 	}
 	for _, c := range Controllers() {
-		add(c.ServiceAccount, c.Rules)
+		if len(c.Rules) > 0 {
+			add(c.ServiceAccount, c.Rules)
+		}
 	}
 	add(SharedInformersServiceAccount, sharedInformersRules())
 	return roles, bindings
@@ -241,6 +292,15 @@ func BootstrapNamespacedPolicy() ([]*rbacv1.Role, []*rbacv1.RoleBinding) {
 	bindings := []*rbacv1.RoleBinding{
 		roleBinding(tokens.Name, tokens.Name, userSubject(ControllerManagerUser)),
 		roleBinding(leases.Name, leases.Name, serviceAccountSubject(ControllersNamespace, LeaderElectionServiceAccount)),
+	}
+	for _, c := range Controllers() {
+		if len(c.SystemNamespaceRules) == 0 {
+			continue
+		}
+		r := role(ControllerRole(c.ServiceAccount))
+		r.Rules = c.SystemNamespaceRules
+		roles = append(roles, r)
+		bindings = append(bindings, roleBinding(r.Name, r.Name, serviceAccountSubject(ControllersNamespace, c.ServiceAccount)))
 	}
 	return roles, bindings
 }

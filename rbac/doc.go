@@ -103,4 +103,10 @@
 // no one, for operators to bind in namespaces. view reads workloads and their
 // configuration but never Secrets; edit also reads and writes Secrets and
 // workloads; admin also manages the namespace's Roles and RoleBindings.
+// A node's roles are kube's: system:node-bootstrapper (create and read
+// CertificateSigningRequests) bound to system:nodes, and the nodeclient and
+// selfnodeclient roles that the CSR approver asks about, bound to
+// system:bootstrappers and system:nodes. A bootstrap token gets
+// trustplane:csr-creator (create only); it reads its own CSRs through
+// rbac/bootstrapper.
 package rbac

@@ -26,6 +26,8 @@ type Config struct {
 	// Audiences a token must be for; required.
 	Audiences []string
 	Objects   ObjectGetter
+	// Secrets reads bootstrap token Secrets live; required.
+	Secrets SecretGetter
 	// TokenCacheSize bounds the verified tokens remembered.
 	TokenCacheSize int
 	// OIDC authenticates ID tokens of the configured issuers; optional.
@@ -54,6 +56,9 @@ func New(c Config) (*Authenticators, error) {
 	if c.Objects == nil {
 		errs = append(errs, errors.New("object getter for token lookups is not set"))
 	}
+	if c.Secrets == nil {
+		errs = append(errs, errors.New("secret getter for bootstrap tokens is not set"))
+	}
 	if c.TokenCacheSize <= 0 {
 		c.TokenCacheSize = 10000
 	}
@@ -71,7 +76,12 @@ func New(c Config) (*Authenticators, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	var tokens authenticator.Token = &serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: cache, now: time.Now}
+	// Each refuses nothing it does not recognise: a JWT is not of the
+	// bootstrap form, nor a bootstrap token a JWT.
+	var tokens authenticator.Token = tokenunion.New(
+		&serviceAccountTokens{verifier: c.ServiceAccounts, audiences: c.Audiences, objects: c.Objects, cache: cache, now: time.Now},
+		&bootstrapTokens{secrets: c.Secrets, now: time.Now},
+	)
 	if c.OIDC != nil {
 		// A JWT the service account authenticator refuses goes on to
 		// the OIDC issuers.

@@ -73,6 +73,9 @@ func (h *Handler) prepareNew(ctx context.Context, q *scope, obj runtime.Object, 
 	if q.res.PrepareCreate != nil {
 		q.res.PrepareCreate(obj)
 	}
+	if q.res.SetRequester != nil {
+		q.res.SetRequester(obj, userFrom(ctx))
+	}
 	return track(obj)
 }
 

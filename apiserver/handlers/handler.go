@@ -218,9 +218,9 @@ func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, q *sc
 		return
 	}
 	switch {
-	case q.subresource == "status" && verb == "get":
+	case (q.subresource == "status" || q.subresource == "approval") && verb == "get":
 		h.get(w, r, q)
-	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update":
+	case q.subresource == "status" && verb == "update", q.subresource == "finalize" && verb == "update", q.subresource == "approval" && verb == "update":
 		h.write(w, r, q, h.updateRoute(q))
 	case q.subresource == "token" && verb == "create":
 		h.write(w, r, q, h.tokenRoute(q))

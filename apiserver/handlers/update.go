@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"net/http"
 	"reflect"
 
@@ -60,6 +61,29 @@ func (h *Handler) updateRoute(q *scope) *writeRoute {
 			next := old.(*corev1.Namespace)
 			next.Spec.Finalizers = in.obj.(*corev1.Namespace).Spec.Finalizers
 			next.ResourceVersion = in.obj.(*corev1.Namespace).ResourceVersion
+			return next, nil
+		}
+	case "approval":
+		// Only a CertificateSigningRequest's conditions change; a
+		// condition without times gets now, as kube's strategy gives it.
+		merge = func(_ http.ResponseWriter, _ *http.Request, in *writeInput, old runtime.Object) (runtime.Object, error) {
+			next := old.(*certificatesv1.CertificateSigningRequest)
+			req := in.obj.(*certificatesv1.CertificateSigningRequest)
+			now := metav1.Now()
+			next.Status.Conditions = req.Status.Conditions
+			for i := range next.Status.Conditions {
+				c := &next.Status.Conditions[i]
+				if c.LastUpdateTime.IsZero() {
+					c.LastUpdateTime = now
+				}
+				if c.LastTransitionTime.IsZero() {
+					c.LastTransitionTime = now
+				}
+			}
+			next.ResourceVersion = req.ResourceVersion
+			if req.UID != "" {
+				next.UID = req.UID
+			}
 			return next, nil
 		}
 	case "status":
@@ -199,6 +223,15 @@ func (h *Handler) storeUpdate(q *scope) func(context.Context, *writeInput, *atte
 func validateUpdate(q *scope, next, old runtime.Object) error {
 	if q.subresource == "status" && q.res.ValidateStatus != nil {
 		if errs := q.res.ValidateStatus(next, old); len(errs) > 0 {
+			return apierrors.NewInvalid(q.res.GVK().GroupKind(), q.name, errs)
+		}
+		return nil
+	}
+	if q.subresource == "approval" {
+		if q.res.ValidateApproval == nil {
+			return apierrors.NewMethodNotSupported(q.res.GroupResource(), "update")
+		}
+		if errs := q.res.ValidateApproval(next, old); len(errs) > 0 {
 			return apierrors.NewInvalid(q.res.GVK().GroupKind(), q.name, errs)
 		}
 		return nil

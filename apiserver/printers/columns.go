@@ -2,6 +2,7 @@ package printers
 
 import (
 	appsv1beta1 "k8s.io/api/apps/v1beta1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,6 +28,7 @@ var (
 	gkDaemonSet          = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
 	gkControllerRevision = schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}
 	gkLease              = schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}
+	gkCSR                = schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}
 	gkService            = schema.GroupKind{Kind: "Service"}
 	gkEndpointSlice      = schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}
 	gkRole               = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}
@@ -184,6 +186,15 @@ func Columns(gk schema.GroupKind) ([]metav1.TableColumnDefinition, bool) {
 			nameColumn(),
 			{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
 			ageColumn(),
+		}, true
+	case gkCSR:
+		return []metav1.TableColumnDefinition{
+			nameColumn(),
+			ageColumn(),
+			{Name: "SignerName", Type: "string", Description: certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]},
+			{Name: "Requestor", Type: "string", Description: "Name of the user which made this request."},
+			{Name: "RequestedDuration", Type: "string", Description: certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]},
+			{Name: "Condition", Type: "string", Description: "State of the request."},
 		}, true
 	case gkRole, gkClusterRole:
 		// kube-apiserver has no printer for these and uses its default table.

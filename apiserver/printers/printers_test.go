@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,6 +160,24 @@ func TestTableGolden(t *testing.T) {
 			},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bare"}},
 		}}},
+		{"certificatesigningrequests", &certificatesv1.CertificateSigningRequestList{ListMeta: listMeta(), Items: []certificatesv1.CertificateSigningRequest{
+			{
+				ObjectMeta: objectMeta("", "node-csr-n1", 3*time.Minute),
+				Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kube-apiserver-client-kubelet", Username: "system:bootstrap:abcdef", ExpirationSeconds: ptr(int32(86400))},
+				Status: certificatesv1.CertificateSigningRequestStatus{
+					Conditions:  []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}},
+					Certificate: []byte("issued"),
+				},
+			},
+			{
+				// Bare but for its conditions.
+				ObjectMeta: metav1.ObjectMeta{Name: "bare"},
+				Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+					{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue},
+					{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue},
+				}},
+			},
+		}}},
 		{"roles", &rbacv1.RoleList{ListMeta: listMeta(), Items: []rbacv1.Role{
 			{
 				ObjectMeta: objectMeta("default", "reader", 2*time.Hour),
@@ -270,6 +289,7 @@ func TestColumns(t *testing.T) {
 		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, []string{"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age", "Containers*", "Images*", "Selector*"}},
 		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, []string{"Name", "Controller", "Revision", "Age"}},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, []string{"Name", "Holder", "Age"}},
+		{schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}, []string{"Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"}},
 		{rbac("Role"), []string{"Name", "Created At"}},
 		{rbac("ClusterRole"), []string{"Name", "Created At"}},
 		{rbac("RoleBinding"), []string{"Name", "Role", "Age", "Users*", "Groups*", "ServiceAccounts*"}},

@@ -2,6 +2,7 @@ package printers
 
 import (
 	"fmt"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"strings"
 	"time"
 
@@ -101,6 +102,40 @@ func leaseRow(l *coordinationv1.Lease, now time.Time) metav1.TableRow {
 		holder = *l.Spec.HolderIdentity
 	}
 	return metav1.TableRow{Cells: []any{l.Name, holder, age(l.CreationTimestamp.Time, now)}}
+}
+
+// csrRow is kube's: the requested duration, and the state of the request
+// as Pending, Approved or Denied, then Failed and Issued when they are so.
+func csrRow(c *certificatesv1.CertificateSigningRequest, now time.Time) metav1.TableRow {
+	requested := none
+	if s := c.Spec.ExpirationSeconds; s != nil {
+		requested = duration.HumanDuration(time.Duration(*s) * time.Second)
+	}
+	var approved, denied, failed bool
+	for _, cond := range c.Status.Conditions {
+		switch cond.Type {
+		case certificatesv1.CertificateApproved:
+			approved = true
+		case certificatesv1.CertificateDenied:
+			denied = true
+		case certificatesv1.CertificateFailed:
+			failed = true
+		}
+	}
+	state := "Pending"
+	switch {
+	case denied:
+		state = "Denied"
+	case approved:
+		state = "Approved"
+	}
+	if failed {
+		state += ",Failed"
+	}
+	if len(c.Status.Certificate) > 0 {
+		state += ",Issued"
+	}
+	return metav1.TableRow{Cells: []any{c.Name, age(c.CreationTimestamp.Time, now), c.Spec.SignerName, c.Spec.Username, requested, state}}
 }
 
 func roleBindingRow(b *rbacv1.RoleBinding, now time.Time) metav1.TableRow {

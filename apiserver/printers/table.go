@@ -3,6 +3,7 @@ package printers
 import (
 	"errors"
 	"fmt"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"reflect"
 	"time"
 
@@ -142,6 +143,8 @@ func describe(obj runtime.Object) (schema.GroupKind, renderFunc, bool) {
 		return gkEndpointSlice, bind(o, endpointSliceRow), true
 	case *coordinationv1.Lease:
 		return gkLease, bind(o, leaseRow), true
+	case *certificatesv1.CertificateSigningRequest:
+		return gkCSR, bind(o, csrRow), true
 	case *rbacv1.Role:
 		return gkRole, bind(metav1.Object(o), defaultRowAt), true
 	case *rbacv1.ClusterRole:

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // Resource is one served REST resource and the rules particular to it.
@@ -34,6 +35,13 @@ type Resource struct {
 	Validate func(obj, old runtime.Object) field.ErrorList
 	// ValidateStatus checks an update of the status subresource.
 	ValidateStatus func(obj, old runtime.Object) field.ErrorList
+	// ValidateApproval checks an update of the approval subresource (a
+	// CertificateSigningRequest's).
+	ValidateApproval func(obj, old runtime.Object) field.ErrorList
+	// SetRequester records on a new object who created it, for kinds
+	// that carry their requester (a CertificateSigningRequest's
+	// spec.username, groups, uid and extra); u is the authenticated user.
+	SetRequester func(obj runtime.Object, u user.Info)
 	// GracePeriod is how long a deleted object lingers for its node agent
 	// to stop it; nil or 0 deletes at once.
 	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
@@ -109,7 +117,7 @@ func New(s *runtime.Scheme) (*Registry, error) {
 	r := &Registry{byGVR: map[schema.GroupVersionResource]*Resource{}}
 	core := coreResources()
 	coreEvents := core[slices.IndexFunc(core, func(res *Resource) bool { return res.GVR.Resource == "events" })]
-	all := slices.Concat(core, rbacResources(), []*Resource{eventsResource(coreEvents)}, appsResources(), discoveryResources(), coordinationResources(), reviewResources())
+	all := slices.Concat(core, rbacResources(), []*Resource{eventsResource(coreEvents)}, appsResources(), discoveryResources(), coordinationResources(), certificatesResources(), reviewResources())
 	for _, res := range all {
 		// Every served kind must be registered, or nothing could decode it.
 		if !s.Recognizes(res.GVK()) {

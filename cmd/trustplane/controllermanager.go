@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/datadir"
@@ -18,6 +22,7 @@ func newControllerManagerCommand() *cobra.Command {
 		kubeconfig string
 		list       []string
 		workers    int
+		signing    clusterSigningFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager [--kubeconfig FILE] [--controllers a,b,-c]",
@@ -31,7 +36,13 @@ Lease kube-system/kube-controller-manager; a standby takes over within 15s.
 
 Controllers: ` + strings.Join(controllers.Names(), ", ") + `.
 --controllers takes "*" (all, the default), names, and -name to leave one
-out, as kube-controller-manager's flag does.`,
+out, as kube-controller-manager's flag does.
+
+csrsigning signs node client certificates with the cluster CA, whose
+certificate and key it reads from files (--cluster-signing-cert-file and
+--cluster-signing-key-file, default DIR/pki/ca.crt and ca.key), as kube's
+controller does: the controller manager runs on the control plane's host,
+beside the API server, and the CA key never goes through the API.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			names, err := controllers.Select(list)
@@ -41,8 +52,9 @@ out, as kube-controller-manager's flag does.`,
 			if kubeconfig == "" {
 				kubeconfig = datadir.Layout{Dir: dir}.Kubeconfig("controller-manager")
 			}
+			signing.defaults(dir)
 			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
-			return runControllerManager(cmd.Context(), kubeconfig, names, workers, newLogger())
+			return runControllerManager(cmd.Context(), kubeconfig, signing.options(names, workers, newLogger()))
 		},
 	}
 	fs := cmd.Flags()
@@ -50,15 +62,44 @@ out, as kube-controller-manager's flag does.`,
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "the controller manager's kubeconfig (default DIR/controller-manager.conf)")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: *, names, -name")
 	fs.IntVar(&workers, "concurrent-syncs", 5, "keys each controller syncs at once")
+	signing.addTo(fs)
 	return cmd
 }
 
-// runControllerManager runs the controllers with the identity of the
+// clusterSigningFlags are kube-controller-manager's flags of the CA that
+// csrsigning signs with.
+type clusterSigningFlags struct {
+	certFile, keyFile string
+	duration          time.Duration
+}
+
+func (f *clusterSigningFlags) addTo(fs *pflag.FlagSet) {
+	fs.StringVar(&f.certFile, "cluster-signing-cert-file", "", "the CA certificate csrsigning signs node client certificates with (default DIR/pki/ca.crt)")
+	fs.StringVar(&f.keyFile, "cluster-signing-key-file", "", "the CA's key (default DIR/pki/ca.key)")
+	fs.DurationVar(&f.duration, "cluster-signing-duration", 365*24*time.Hour, "the longest a signed certificate lives; never beyond the CA")
+}
+
+// defaults makes the files the cluster CA's in dir, unless set.
+func (f *clusterSigningFlags) defaults(dir string) {
+	pkiDir := datadir.Layout{Dir: dir}.PKI()
+	f.certFile = cmp.Or(f.certFile, filepath.Join(pkiDir, "ca.crt"))
+	f.keyFile = cmp.Or(f.keyFile, filepath.Join(pkiDir, "ca.key"))
+}
+
+func (f *clusterSigningFlags) options(names []string, workers int, logger *slog.Logger) controllers.Options {
+	return controllers.Options{
+		Controllers: names, Workers: workers, Logger: logger,
+		ClusterSigningCertFile: f.certFile, ClusterSigningKeyFile: f.keyFile, ClusterSigningDuration: f.duration,
+	}
+}
+
+// runControllerManager runs the controllers of o with the identity of the
 // kubeconfig at path until ctx is done.
-func runControllerManager(ctx context.Context, path string, names []string, workers int, logger *slog.Logger) error {
+func runControllerManager(ctx context.Context, path string, o controllers.Options) error {
 	cfg, err := clientConfig(path, "")
 	if err != nil {
 		return err
 	}
-	return controllers.Run(ctx, controllers.Options{Config: cfg, Controllers: names, Workers: workers, Logger: logger})
+	o.Config = cfg
+	return controllers.Run(ctx, o)
 }

@@ -19,6 +19,7 @@ func newUpCommand() *cobra.Command {
 	var mem memoryLimitFlag
 	var etcdServers []string
 	runControllers := true
+	var signing clusterSigningFlags
 	runSched := true
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -114,7 +115,8 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				go func() {
 					defer close(managerDone)
 					kubeconfig := datadir.Layout{Dir: o.DataDir}.Kubeconfig("controller-manager")
-					if err := runControllerManager(ctx, kubeconfig, controllers.Names(), 5, logger.With("component", "controller-manager")); err != nil {
+					signing.defaults(o.DataDir)
+					if err := runControllerManager(ctx, kubeconfig, signing.options(controllers.Names(), 5, logger.With("component", "controller-manager"))); err != nil {
 						logger.Error("controller manager failed; stopping", "err", err)
 						cancel()
 					}
@@ -127,6 +129,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
+	signing.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
 }

@@ -1,0 +1,75 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"testing"
+	"time"
+)
+
+// SignClientCSR issues client certificates only: no other usage, no CA,
+// no hosts, nothing beyond the CA's expiry.
+func TestSignClientCSR(t *testing.T) {
+	certPEM, keyPEM, err := NewCA("test-ca", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := ParseCA(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(tmpl *x509.CertificateRequest) []byte {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	}
+	subject := pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}
+	caTrue, err := asn1.Marshal(struct{ IsCA bool }{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bcOID := asn1.ObjectIdentifier{2, 5, 29, 19}
+	for _, tt := range []struct {
+		name   string
+		tmpl   x509.CertificateRequest
+		usages []string
+		ok     bool
+	}{
+		{"a client", x509.CertificateRequest{Subject: subject, DNSNames: []string{"n1.example"}}, []string{"digital signature", "client auth"}, true},
+		{"server auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature", "client auth", "server auth"}, false},
+		{"no client auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature"}, false},
+		{"a CA", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: bcOID, Critical: true, Value: caTrue}}}, []string{"digital signature", "client auth"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := ca.SignClientCSR(request(&tt.tmpl), tt.usages, time.Now().Add(365*24*time.Hour))
+			if (err == nil) != tt.ok {
+				t.Fatalf("SignClientCSR: %v; want ok %v", err, tt.ok)
+			}
+			if !tt.ok {
+				return
+			}
+			b, _ := pem.Decode(out)
+			cert, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.IsCA || len(cert.DNSNames) > 0 || len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageClientAuth {
+				t.Errorf("CA %v, DNS names %v, usages %v; want a client certificate naming no host", cert.IsCA, cert.DNSNames, cert.ExtKeyUsage)
+			}
+			if cert.NotAfter.After(ca.Cert.NotAfter) {
+				t.Errorf("not after %s, beyond the CA's %s", cert.NotAfter, ca.Cert.NotAfter)
+			}
+		})
+	}
+}
