@@ -22,7 +22,7 @@ const aggregationBuffer = 1000
 // ClusterRole it recomputes them all and writes those that differ. It runs
 // until ctx is done.
 func (s *Server) aggregateClusterRoles(ctx context.Context) {
-	followCache(ctx, s.caches[clusterRolesGR], storage.ListPrefix(clusterRolesGR, ""), aggregationBuffer, func(w *storage.Watcher) {
+	followCache(ctx, s.caches[clusterRolesGR], storage.ListPrefix(clusterRolesGR, ""), aggregationBuffer, func(w *storage.Watcher, _ int64) {
 		s.followClusterRoles(ctx, w)
 	})
 }
@@ -31,9 +31,9 @@ func (s *Server) aggregateClusterRoles(ctx context.Context) {
 // state, and hands each watch to follow; when follow returns (the watch
 // ended or fell behind), it watches again, until ctx is done. A watch that
 // cannot start is tried again a second later.
-func followCache(ctx context.Context, cache *storage.Cacher, prefix string, buffer int, follow func(*storage.Watcher)) {
+func followCache(ctx context.Context, cache *storage.Cacher, prefix string, buffer int, follow func(w *storage.Watcher, rev int64)) {
 	for ctx.Err() == nil {
-		w, _, err := cache.Watch(ctx, prefix, 0, buffer)
+		w, rev, err := cache.Watch(ctx, prefix, 0, buffer)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -42,7 +42,7 @@ func followCache(ctx context.Context, cache *storage.Cacher, prefix string, buff
 				continue
 			}
 		}
-		follow(w)
+		follow(w, rev)
 		w.Stop()
 	}
 }

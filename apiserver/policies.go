@@ -114,7 +114,7 @@ func (p *policyStage) read() (map[string][]byte, error) {
 // events apart and puts them in whole, so that no reload in between sees
 // some of the policies gone.
 func (p *policyStage) followConfigMaps(ctx context.Context, cache *storage.Cacher, synced chan<- struct{}) {
-	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher) {
+	followCache(ctx, cache, storage.ListPrefix(configMapsGR, metav1.NamespaceSystem), watchBufferForPolicies, func(w *storage.Watcher, _ int64) {
 		files, initial := map[string][]byte{}, w.Initial
 		commit := func() {
 			p.mu.Lock()
@@ -190,7 +190,7 @@ func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache
 		case <-time.After(time.Second):
 		}
 	}
-	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher) {
+	followCache(ctx, cache, storage.ListPrefix(gr, ""), watchBufferForPolicies, func(w *storage.Watcher, rev int64) {
 		// The watch ended, or fell behind: stale until the next one is in.
 		defer p.data.MarkStale(gr.Resource)
 		p.data.MarkStale(gr.Resource)
@@ -199,8 +199,14 @@ func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache
 			return
 		}
 		initial := w.Initial
-		if initial == 0 {
+		// Once the initial events are in, the data is the cache's as of
+		// rev; after that, as of each event's revision.
+		caughtUp := func() {
+			p.data.Applied(gr.Resource, rev)
 			fresh()
+		}
+		if initial == 0 {
+			caughtUp()
 		}
 		for ev := range w.Events() {
 			accessor, err := meta.Accessor(ev.Object)
@@ -216,7 +222,9 @@ func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache
 				return
 			}
 			if initial--; initial == 0 {
-				fresh()
+				caughtUp()
+			} else if initial < 0 {
+				p.data.Applied(gr.Resource, ev.Rev)
 			}
 		}
 	})

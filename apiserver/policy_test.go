@@ -359,3 +359,49 @@ func TestPolicyConfigMapsAtStart(t *testing.T) {
 		t.Errorf("a server whose ConfigMap policy does not compile: %v, want it not to start, naming the policy and line", err)
 	}
 }
+
+// A request that follows a write to a replicated kind is decided by that
+// write: a namespace created, then at once a ConfigMap in it, meets the
+// namespace in the policies' data, every time.
+func TestReplicatedDataFollowsTheServersWrites(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "closed.rego"), []byte(`package kubernetes.admission
+
+deny contains "this namespace takes no ConfigMaps" if {
+	input.request.kind.kind == "ConfigMap"
+	data.kubernetes.namespaces[input.request.namespace].metadata.labels.configmaps == "closed"
+}
+
+deny contains "the namespace is not in the policies' data" if {
+	input.request.kind.kind == "ConfigMap"
+	not data.kubernetes.namespaces[input.request.namespace]
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := opa.NewData()
+	set, err := data.LoadDirs(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, func(c *Config) {
+		c.AdmissionPolicies, c.AdmissionData = set, data
+		c.AdmissionReplicate = []schema.GroupResource{{Resource: "namespaces"}}
+	})
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for i := range 30 {
+		label := []string{"open", "closed"}[i%2]
+		ns := fmt.Sprintf("ns-%d", i)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"configmaps": label}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{})
+		switch {
+		case label == "open" && err != nil:
+			t.Errorf("%s (open): %v", ns, err)
+		case label == "closed" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "takes no ConfigMaps")):
+			t.Errorf("%s (closed): %v, want the policy's refusal", ns, err)
+		}
+	}
+}

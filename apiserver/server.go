@@ -337,6 +337,17 @@ func New(c Config) (*Server, error) {
 			dir:       c.AdmissionPolicyDir,
 		},
 	}
+	// A request that follows a write to a replicated kind is decided by
+	// it: the policies' data waits for the server's own writes.
+	if c.AdmissionData != nil && len(c.AdmissionReplicate) > 0 {
+		byResource := map[string]schema.GroupResource{}
+		var replicated []string
+		for _, gr := range c.AdmissionReplicate {
+			byResource[gr.Resource] = gr
+			replicated = append(replicated, gr.Resource)
+		}
+		c.AdmissionData.Follow(replicated, func(resource string) int64 { return store.Written(byResource[resource]) })
+	}
 	s.anonymous = filters.HealthOnly()
 	if c.AnonymousAll || len(c.AnonymousPaths) > 0 {
 		s.anonymous = filters.NewAnonymousPolicy(c.AnonymousAll, c.AnonymousPaths)

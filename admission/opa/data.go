@@ -27,8 +27,20 @@ type Data struct {
 	// them.
 	stale atomic.Int32
 
-	mu      sync.Mutex // guards staleBy
+	mu      sync.Mutex // guards staleBy, applied and advanced
 	staleBy map[string]bool
+	// applied is, by resource, the revision up to which its objects are
+	// those of its cache; advanced is closed, and replaced, when one
+	// moves on.
+	applied  map[string]int64
+	advanced chan struct{}
+	// written, when set, is the revision of the last write the server
+	// answered to a replicated resource: an evaluation waits until the
+	// data has it, so that a request that follows a write is decided by
+	// it (a namespace created, then a Secret in it).
+	written func(resource string) int64
+	// resources are the replicated resources.
+	resources []string
 }
 
 // errStale refuses an evaluation while replicated data is stale.
@@ -56,7 +68,59 @@ func (d *Data) MarkFresh(resource string) {
 }
 
 // NewData returns an empty Data.
-func NewData() *Data { return &Data{store: inmem.New(), staleBy: map[string]bool{}} }
+func NewData() *Data {
+	return &Data{store: inmem.New(), staleBy: map[string]bool{}, applied: map[string]int64{}, advanced: make(chan struct{})}
+}
+
+// Follow says that resources are replicated, and that written tells the
+// revision of the server's last answered write to each: an evaluation
+// waits, within its own time limit, until the data has caught up with it.
+func (d *Data) Follow(resources []string, written func(resource string) int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.resources, d.written = resources, written
+}
+
+// Applied says the objects of resource are those of its cache up to rev.
+func (d *Data) Applied(resource string, rev int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if rev > d.applied[resource] {
+		d.applied[resource] = rev
+		close(d.advanced)
+		d.advanced = make(chan struct{})
+	}
+}
+
+// catchUp waits until every replicated resource's data has the server's
+// last answered write to it, or ctx is done.
+func (d *Data) catchUp(ctx context.Context) error {
+	for {
+		d.mu.Lock()
+		behind := false
+		if d.written != nil {
+			for _, r := range d.resources {
+				if d.applied[r] < d.written(r) {
+					behind = true
+					break
+				}
+			}
+		}
+		advanced := d.advanced
+		d.mu.Unlock()
+		if !behind {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return errBehind
+		}
+	}
+}
+
+// errBehind refuses an evaluation whose data did not catch up in time.
+var errBehind = errors.New("the policies' replicated data did not catch up with the server's writes in time")
 
 // Put stores obj, the object of a replicated resource.
 func (d *Data) Put(ctx context.Context, resource, namespace, name string, obj runtime.Object) error {

@@ -28,6 +28,9 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
+	if err := s.data.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

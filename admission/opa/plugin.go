@@ -168,6 +168,9 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	case errors.Is(err, errStale):
 		p.logger.WarnContext(ctx, "rego admission: the policies' data is being replicated afresh; refusing")
 		return nil, nil, admission.NewForbidden(a, errors.New("the admission policies' data is being refreshed; try again"))
+	case errors.Is(err, errBehind):
+		p.logger.WarnContext(ctx, "rego admission: the policies' data did not catch up with the server's writes within the timeout; refusing", "timeout", p.timeout.String())
+		return nil, nil, admission.NewForbidden(a, errors.New("the admission policies' data is catching up with a recent write; try again"))
 	case ctx.Err() != nil:
 		p.logger.ErrorContext(ctx, "rego admission: evaluation timed out", "timeout", p.timeout.String())
 		return nil, nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
