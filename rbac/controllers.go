@@ -125,6 +125,22 @@ func Controllers() []Controller {
 			),
 		},
 		{
+			// Runs one pod of each DaemonSet on each node it fits, and
+			// records its templates as ControllerRevisions. It reads
+			// through the shared informers, but for a set whose status
+			// write conflicted, and a revision whose name is taken; it
+			// adopts no orphans, so it patches no pod, and writes no
+			// node.
+			Name:           "daemonset",
+			ServiceAccount: "daemon-set-controller",
+			Rules: rules(
+				newRule("create", "delete").groups(coreGroup).resources("pods"),
+				newRule("get").groups(appsGroup).resources("daemonsets"),
+				newRule("get", "create", "update", "delete").groups(appsGroup).resources("controllerrevisions"),
+				newRule("update").groups(appsGroup).resources("daemonsets/status"),
+			),
+		},
+		{
 			// Keeps one set of EndpointSlices per Service with a
 			// selector, from its pods. It writes only the slices; it
 			// reads Services, pods and slices through the shared
@@ -172,8 +188,8 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 // Secrets.
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
-		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
-		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "controllerrevisions"),
+		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services", "nodes"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 	)
 }
