@@ -383,10 +383,7 @@ func (d *daemonSetSync) manage(ctx context.Context, k string) error {
 					running = append(running, p)
 				}
 			}
-			if len(running) > 1 {
-				// Duplicates: the oldest stays.
-				remove = append(remove, running[1:]...)
-			}
+			remove = append(remove, d.extraPods(running)...)
 		default:
 			for _, p := range pods {
 				if !podTerminating(p) {
@@ -413,8 +410,7 @@ func (d *daemonSetSync) manage(ctx context.Context, k string) error {
 			// deletes it.
 			return nil
 		}
-		remove = d.rollingUpdate()
-		if len(remove) == 0 {
+		if create, remove = d.rollingUpdate(); len(create) == 0 && len(remove) == 0 {
 			return nil
 		}
 	}
@@ -429,15 +425,19 @@ func (d *daemonSetSync) manage(ctx context.Context, k string) error {
 	return errors.Join(d.deletePods(ctx, k, remove), d.createPods(ctx, k, create))
 }
 
-// rollingUpdate is the old pods to delete now under RollingUpdate, so
-// that no more than maxUnavailable of the nodes that run the set are
-// without an available pod: kube's rollingUpdate without surge, but for
-// one thing. kube replaces an old pod that is not available without
+// rollingUpdate is the nodes to create a pod on and the old pods to
+// delete now under RollingUpdate. With maxSurge, see surge. Without, it
+// deletes old pods so that no more than maxUnavailable of the nodes that
+// run the set are without an available pod (each gets its new pod from
+// manage once the old is gone): kube's rollingUpdate, but for one thing. kube replaces an old pod that is not available without
 // counting its node as unavailable, which lets one more node than
 // maxUnavailable go without while it replaces both; here that node
 // counts.
-func (d *daemonSetSync) rollingUpdate() []*corev1.Pod {
-	maxUnavailable := d.maxUnavailable()
+func (d *daemonSetSync) rollingUpdate() (create []string, remove []*corev1.Pod) {
+	maxSurge, maxUnavailable := d.budget()
+	if maxSurge > 0 {
+		return d.surge(maxSurge)
+	}
 	unavailable := 0
 	var broken, candidates []*corev1.Pod
 	for _, node := range d.nodes {
@@ -473,28 +473,110 @@ func (d *daemonSetSync) rollingUpdate() []*corev1.Pod {
 			candidates = append(candidates, live[0])
 		}
 	}
-	return append(broken, candidates[:min(len(candidates), max(maxUnavailable-unavailable, 0))]...)
+	return nil, append(broken, candidates[:min(len(candidates), max(maxUnavailable-unavailable, 0))]...)
 }
 
-// maxUnavailable is spec.updateStrategy.rollingUpdate.maxUnavailable of
-// the nodes that should run the set, a percentage rounded up, and at
-// least one: kube's.
-func (d *daemonSetSync) maxUnavailable() int {
+// surge is the rolling update with maxSurge, kube's: a node's new pod is
+// created beside its old one, at most maxSurge nodes at a time (at once
+// where the old pod is not available), and the old pod deleted once the
+// new one is available. maxUnavailable does not apply: no node loses
+// its available pod before it has another.
+func (d *daemonSetSync) surge(maxSurge int) (create []string, remove []*corev1.Pod) {
+	surging := 0
+	var broken, candidates []string
+	for _, node := range d.nodes {
+		if _, shouldContinue := d.fits(node); !shouldContinue {
+			continue
+		}
+		var oldPod, newPod *corev1.Pod
+		extra := false
+		for _, p := range d.byNode[node.Name] {
+			switch {
+			case podTerminating(p):
+			case podRevision(p) == d.hash && newPod == nil:
+				newPod = p
+			case podRevision(p) != d.hash && oldPod == nil:
+				oldPod = p
+			default:
+				extra = true
+			}
+		}
+		switch {
+		case extra:
+			// manage deletes the extra ones first.
+			surging++
+		case oldPod == nil:
+			// Updated, or manage creates its pod.
+		case newPod == nil && !d.available(oldPod):
+			broken = append(broken, node.Name)
+		case newPod == nil:
+			candidates = append(candidates, node.Name)
+		case !d.available(newPod):
+			surging++
+		default:
+			remove = append(remove, oldPod)
+		}
+	}
+	return append(broken, candidates[:min(len(candidates), max(maxSurge-surging, 0))]...), remove
+}
+
+// extraPods are the pods of running, one node's (in the order sync
+// sorts them), that manage deletes. Without surge, all but the first.
+// With it, a node may hold one pod of the current template and one of
+// an old one, as surge makes it: the first of each is kept, and the old
+// one deleted too once it is not ready or the new one is available.
+func (d *daemonSetSync) extraPods(running []*corev1.Pod) []*corev1.Pod {
+	if len(running) <= 1 {
+		return nil
+	}
+	if maxSurge, _ := d.budget(); maxSurge == 0 || d.ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
+		return running[1:]
+	}
+	var extra []*corev1.Pod
+	var newPod, oldPod *corev1.Pod
+	for _, p := range running {
+		switch {
+		case podRevision(p) == d.hash && newPod == nil:
+			newPod = p
+		case podRevision(p) != d.hash && oldPod == nil:
+			oldPod = p
+		default:
+			extra = append(extra, p)
+		}
+	}
+	if newPod != nil && oldPod != nil && (!podReady(oldPod) || d.available(newPod)) {
+		extra = append(extra, oldPod)
+	}
+	return extra
+}
+
+// budget is spec.updateStrategy.rollingUpdate's maxSurge and
+// maxUnavailable of the nodes that should run the set, percentages
+// rounded up; when both are 0, maxUnavailable is 1, as kube's.
+func (d *daemonSetSync) budget() (maxSurge, maxUnavailable int) {
 	desired := 0
 	for _, node := range d.nodes {
 		if shouldRun, _ := d.fits(node); shouldRun {
 			desired++
 		}
 	}
-	v := intstr.FromInt32(1)
-	if ru := d.ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		v = *ru.MaxUnavailable
+	surge, unavailable := intstr.FromInt32(0), intstr.FromInt32(1)
+	if ru := d.ds.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&v, desired, true)
-	if err != nil || n < 1 {
-		return 1
+	// Validation refuses what does not scale; read as 0, then 1 below.
+	maxSurge, _ = intstr.GetScaledValueFromIntOrPercent(&surge, desired, true)
+	maxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(&unavailable, desired, true)
+	maxSurge, maxUnavailable = max(maxSurge, 0), max(maxUnavailable, 0)
+	if maxSurge == 0 && maxUnavailable == 0 {
+		maxUnavailable = 1
 	}
-	return n
+	return maxSurge, maxUnavailable
 }
 
 // createPods creates a pod on each node named, in batches of 1, 2,

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -123,7 +124,11 @@ func TestDaemonSetRollingUpdate(t *testing.T) {
 	} {
 		d := &daemonSetSync{ds: ds, hash: "new", nodes: nodes("a", "b", "c", "d"), byNode: tc.byNode, now: now}
 		var got []string
-		for _, p := range d.rollingUpdate() {
+		create, remove := d.rollingUpdate()
+		if len(create) > 0 {
+			t.Errorf("%s: creates on %v, want nothing without surge", tc.name, create)
+		}
+		for _, p := range remove {
 			got = append(got, p.Name)
 		}
 		if len(got) != len(tc.want) {
@@ -136,5 +141,49 @@ func TestDaemonSetRollingUpdate(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// With maxSurge, a node's new pod comes beside its old one, on at most
+// maxSurge nodes at once, and the old goes once the new is available.
+func TestDaemonSetSurge(t *testing.T) {
+	now := time.Now()
+	pod := func(name, hash string, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: hash}}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+		}
+		return p
+	}
+	two, zero := intstr.FromInt32(2), intstr.FromInt32(0)
+	ds := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+		Type: appsv1.RollingUpdateDaemonSetStrategyType, RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxSurge: &two, MaxUnavailable: &zero},
+	}}}
+	var nodes []*corev1.Node
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	d := &daemonSetSync{ds: ds, hash: "new", nodes: nodes, now: now, byNode: map[string][]*corev1.Pod{
+		"a": {pod("a1", "old", true)},
+		"b": {pod("b1", "old", true), pod("b2", "new", false)},
+		"c": {pod("c1", "old", true), pod("c2", "new", true)},
+		"d": {pod("d1", "old", true)},
+		"e": {pod("e1", "old", false)},
+	}}
+	create, remove := d.rollingUpdate()
+	var removed []string
+	for _, p := range remove {
+		removed = append(removed, p.Name)
+	}
+	// e at once (its old pod is not available), a as the one surge left
+	// (b is surging), and c's old pod goes.
+	if fmt.Sprint(create) != "[e a]" || fmt.Sprint(removed) != "[c1]" {
+		t.Errorf("creates on %v, deletes %v; want [e a], [c1]", create, removed)
+	}
+	if extra := d.extraPods(d.byNode["c"]); len(extra) != 1 || extra[0].Name != "c1" {
+		t.Errorf("extra pods of c: %v, want c1", extra)
+	}
+	if extra := d.extraPods(d.byNode["b"]); len(extra) != 0 {
+		t.Errorf("extra pods of b: %v, want none while the new one is not available", extra)
 	}
 }

@@ -27,7 +27,7 @@ import (
 // controller's guarantees: no pod is ever created for a node the test
 // has not made eligible, and while a rolling update runs, no more than
 // maxUnavailable eligible nodes are without an available (Ready, not
-// terminating) pod.
+// terminating) pod, and no more than maxSurge hold two pods.
 //
 // As a kubelet, it marks each pod bound to a node Running and Ready
 // through pods/status, and finishes the deletion of a terminating pod
@@ -39,6 +39,7 @@ type daemonWatch struct {
 	eligible       map[string]bool // by node name
 	rolling        bool
 	maxUnavailable int
+	maxSurge       int
 	violations     []string
 }
 
@@ -122,11 +123,24 @@ func (w *daemonWatch) observe(pod *corev1.Pod, added, deleted bool) {
 	if !w.rolling {
 		return
 	}
-	available := map[string]bool{}
+	available, live := map[string]bool{}, map[string]int{}
 	for _, p := range w.pods {
-		if p.DeletionTimestamp == nil && podIsReady(p) {
-			available[p.Spec.NodeName] = true
+		if p.DeletionTimestamp == nil {
+			live[daemonPodNode(p)]++
+			if podIsReady(p) {
+				available[p.Spec.NodeName] = true
+			}
 		}
+	}
+	var doubled []string
+	for n, count := range live {
+		if count > 1 {
+			doubled = append(doubled, n)
+		}
+	}
+	if len(doubled) > w.maxSurge {
+		slices.Sort(doubled)
+		w.violations = append(w.violations, fmt.Sprintf("at pod %s's event, nodes %v with two pods; maxSurge %d", pod.Name, doubled, w.maxSurge))
 	}
 	var without []string
 	for n := range w.eligible {
@@ -164,10 +178,10 @@ func (w *daemonWatch) eligibleNodes() []string {
 	return out
 }
 
-func (w *daemonWatch) setRolling(rolling bool, maxUnavailable int) {
+func (w *daemonWatch) setRolling(rolling bool, maxUnavailable, maxSurge int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rolling, w.maxUnavailable = rolling, maxUnavailable
+	w.rolling, w.maxUnavailable, w.maxSurge = rolling, maxUnavailable, maxSurge
 }
 
 func (w *daemonWatch) check(t *testing.T) {
@@ -321,7 +335,7 @@ func TestDaemonSet(t *testing.T) {
 
 	// A rolling update: no more than maxUnavailable nodes go without.
 	k := newKubectl(t, kubectlVersions[0])
-	w.setRolling(true, 2)
+	w.setRolling(true, 2, 0)
 	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"registry.example/agent:2"}]}},"updateStrategy":{"rollingUpdate":{"maxUnavailable":2}}}}`
 	if _, err := admin.AppsV1().DaemonSets(ns).Patch(ctx, "agent", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -331,7 +345,7 @@ func TestDaemonSet(t *testing.T) {
 		t.Errorf("rollout status: exit %d, stdout %q, stderr %q; want %q", res.exit, res.stdout, res.stderr, want)
 	}
 	pods = waitDaemons(t, admin, w, ns, "agent")
-	w.setRolling(false, 0)
+	w.setRolling(false, 0, 0)
 	w.check(t)
 	revs, err := admin.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
 	if err != nil {
@@ -352,8 +366,28 @@ func TestDaemonSet(t *testing.T) {
 		}
 	}
 
+	// With maxSurge and no unavailability: each node's new pod comes
+	// beside its old one, on one node at a time.
+	w.setRolling(true, 0, 1)
+	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"registry.example/agent:3"}]}},"updateStrategy":{"rollingUpdate":{"maxUnavailable":0,"maxSurge":1}}}}`
+	if _, err := admin.AppsV1().DaemonSets(ns).Patch(ctx, "agent", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res = k.run(t, c.AdminConf(), "-n", ns, "rollout", "status", "daemonset/agent", "--timeout=60s")
+	if want := `daemon set "agent" successfully rolled out`; res.exit != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("rollout status with surge: exit %d, stdout %q, stderr %q; want %q", res.exit, res.stdout, res.stderr, want)
+	}
+	pods = waitDaemons(t, admin, w, ns, "agent")
+	w.setRolling(false, 0, 0)
+	w.check(t)
+	for n, p := range pods {
+		if got := p.Spec.Containers[0].Image; got != "registry.example/agent:3" {
+			t.Errorf("after the surge, pod %s on %s has %s, want agent:3", p.Name, n, got)
+		}
+	}
+
 	// OnDelete: a pod takes the new template when it is deleted.
-	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"registry.example/agent:3"}]}},"updateStrategy":{"type":"OnDelete","rollingUpdate":null}}}`
+	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"registry.example/agent:4"}]}},"updateStrategy":{"type":"OnDelete","rollingUpdate":null}}}`
 	if _, err := admin.AppsV1().DaemonSets(ns).Patch(ctx, "agent", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -372,9 +406,9 @@ func TestDaemonSet(t *testing.T) {
 	}
 	after := waitDaemons(t, admin, w, ns, "agent")
 	for n, p := range after {
-		want := "registry.example/agent:2"
+		want := "registry.example/agent:3"
 		if n == "n6" {
-			want = "registry.example/agent:3"
+			want = "registry.example/agent:4"
 		}
 		if got := p.Spec.Containers[0].Image; got != want {
 			t.Errorf("OnDelete: pod on %s has %s, want %s", n, got, want)
