@@ -34,10 +34,10 @@ var daemonSetKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 //  1. finds or records the ControllerRevision of its template (shared
 //     with the StatefulSet controller, revisions.go); pods carry its hash
 //     in the controller-revision-hash label;
-//  2. groups the pods it controls by their node: the node they are
-//     bound to, or the one their node affinity names (created pods are
-//     pinned to their node by a required matchFields on metadata.name,
-//     and placed by the scheduler);
+//  2. claims its pods (claimPods) and groups them by their node: the
+//     node they are bound to, or the one their node affinity names
+//     (created pods are pinned to their node by a required matchFields
+//     on metadata.name, and placed by the scheduler);
 //  3. unless writes of an earlier sync are still unobserved by the
 //     informer (expectations), creates a pod on each node that should
 //     run one and has none, deletes the pods of nodes that should not
@@ -53,7 +53,8 @@ var daemonSetKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 // NoSchedule taint alone keeps running, as on kube; one it no longer
 // matches, or NoExecute tainted, is deleted.
 //
-// It adopts no orphans: a pod without a controller is left alone.
+// Like the ReplicaSet controller, it adopts the orphan pods its
+// selector matches and releases those it no longer matches (claimPods).
 type daemonSetController struct {
 	client       kubernetes.Interface
 	sets         appslisters.DaemonSetLister
@@ -99,7 +100,9 @@ func newDaemonSetController(c *controllerContext) (runner, error) {
 			if ds := dsc.owner(pod); ds != nil {
 				dsc.expectations.creationObserved(key(ds))
 				dsc.w.enqueue(ds)
+				return
 			}
+			dsc.enqueueAdopters(pod)
 		},
 		UpdateFunc: func(_, cur any) {
 			pod := cur.(*corev1.Pod)
@@ -111,7 +114,9 @@ func newDaemonSetController(c *controllerContext) (runner, error) {
 			}
 			if ds := dsc.owner(pod); ds != nil {
 				dsc.w.enqueue(ds)
+				return
 			}
+			dsc.enqueueAdopters(pod)
 		},
 		DeleteFunc: dsc.podDeleted,
 	}); err != nil {
@@ -160,6 +165,24 @@ func (dsc *daemonSetController) podDeleted(obj any) {
 	if ds := dsc.owner(pod); ds != nil {
 		dsc.expectations.deletionObserved(key(ds), key(pod))
 		dsc.w.enqueue(ds)
+	}
+}
+
+// enqueueAdopters enqueues, for an orphan pod, the sets of its
+// namespace whose selector matches it, which adopt it.
+func (dsc *daemonSetController) enqueueAdopters(pod *corev1.Pod) {
+	if metav1.GetControllerOf(pod) != nil {
+		return
+	}
+	all, err := dsc.sets.DaemonSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range all {
+		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			dsc.w.enqueue(ds)
+		}
 	}
 }
 
@@ -218,7 +241,16 @@ func (dsc *daemonSetController) sync(ctx context.Context, k string) error {
 		}
 		return err
 	}
-	all, err := dsc.pods.Pods(namespace).List(selector)
+	// Every pod of the namespace: one it controls that the selector no
+	// longer matches is released.
+	all, err := dsc.pods.Pods(namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	claim := podClaim{client: dsc.client, owner: ds, kind: daemonSetKind, get: func(ctx context.Context) (metav1.Object, error) {
+		return dsc.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	}}
+	owned, err := claim.claimPods(ctx, selector, all)
 	if err != nil {
 		return err
 	}
@@ -227,10 +259,7 @@ func (dsc *daemonSetController) sync(ctx context.Context, k string) error {
 		return err
 	}
 	byNode := map[string][]*corev1.Pod{}
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID {
-			continue
-		}
+	for _, p := range owned {
 		if n := targetNode(p); n != "" {
 			byNode[n] = append(byNode[n], p)
 		}

@@ -22,7 +22,8 @@ import (
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
 
-// daemonWatch plays the kubelets of a namespace's pods and checks, at
+// daemonWatch plays the kubelets of a namespace's pods that selector
+// matches and checks, at
 // every pod event from before the test writes any, the DaemonSet
 // controller's guarantees: no pod is ever created for a node the test
 // has not made eligible, and while a rolling update runs, no more than
@@ -43,10 +44,11 @@ type daemonWatch struct {
 	violations     []string
 }
 
-func watchDaemons(t *testing.T, client kubernetes.Interface, namespace string) *daemonWatch {
+func watchDaemons(t *testing.T, client kubernetes.Interface, namespace, selector string) *daemonWatch {
 	t.Helper()
 	w := &daemonWatch{pods: map[string]*corev1.Pod{}, eligible: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	inf := factory.Core().V1().Pods().Informer()
 	kubelet := func(pod *corev1.Pod) {
 		ctx := context.Background()
@@ -244,7 +246,8 @@ func waitDaemons(t *testing.T, client kubernetes.Interface, w *daemonWatch, name
 // The DaemonSet controller, against the real binary, with nodes and
 // kubelets played by the test and every pod event checked from the
 // start: one pod per eligible node (nodeSelector, untolerated taints) as
-// nodes come, go and change, duplicates removed (the oldest kept), a
+// nodes come, go and change, a pod released and adopted again,
+// duplicates removed (the oldest kept), a
 // rolling update within maxUnavailable that stock kubectl waits for, and
 // OnDelete; and its identity is refused what is not its job.
 func TestDaemonSet(t *testing.T) {
@@ -255,7 +258,7 @@ func TestDaemonSet(t *testing.T) {
 	admin, adminCfg := clientFor(t, c.AdminConf())
 	const ns = "ds"
 	createNamespace(t, c, admin, ns)
-	w := watchDaemons(t, admin, ns)
+	w := watchDaemons(t, admin, ns, "app=agent")
 	ctx := t.Context()
 	worker := map[string]string{"role": "worker"}
 	for _, n := range []string{"n1", "n2", "n5", "n6"} {
@@ -312,15 +315,8 @@ func TestDaemonSet(t *testing.T) {
 	pods = waitDaemons(t, admin, w, ns, "agent")
 	w.check(t)
 
-	// A second pod of the set on one node: the newer goes. Creation
-	// times are in seconds, and within one the older is not known: the
-	// copy is made in a later second than the pod.
-	waitFor(t, "a second after pod "+pods["n6"].Name+"'s creation", func(context.Context) error {
-		if !time.Now().Truncate(time.Second).After(pods["n6"].CreationTimestamp.Time) {
-			return fmt.Errorf("created at %s", pods["n6"].CreationTimestamp)
-		}
-		return nil
-	})
+	// A second pod of the set on one node: the newer goes.
+	secondAfter(t, pods["n6"])
 	dup := pods["n6"].DeepCopy()
 	dup.ObjectMeta = metav1.ObjectMeta{GenerateName: "agent-", Labels: dup.Labels, OwnerReferences: dup.OwnerReferences}
 	dup.Spec.NodeName = ""
@@ -330,6 +326,26 @@ func TestDaemonSet(t *testing.T) {
 	}
 	if after := waitDaemons(t, admin, w, ns, "agent"); after["n6"].UID != pods["n6"].UID {
 		t.Errorf("node n6 kept pod %s, want the older %s", after["n6"].Name, pods["n6"].Name)
+	}
+	w.check(t)
+
+	// A pod it no longer selects is released, and replaced.
+	released := pods["n7"].Name
+	if _, err := admin.CoreV1().Pods(ns).Patch(ctx, released, types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"app":"released"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod "+released+" released", func(ctx context.Context) error {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, released, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			return fmt.Errorf("controller %s %s", ref.Kind, ref.Name)
+		}
+		return nil
+	})
+	if after := waitDaemons(t, admin, w, ns, "agent"); after["n7"].Name == released {
+		t.Errorf("node n7 still runs the released pod")
 	}
 	w.check(t)
 
@@ -416,6 +432,18 @@ func TestDaemonSet(t *testing.T) {
 	}
 	w.check(t)
 
+	// An orphan it selects is adopted; on n7, beside the pod that
+	// replaced it, it is the older and stays (under RollingUpdate it
+	// would then be replaced, having no revision).
+	if _, err := admin.CoreV1().Pods(ns).Patch(ctx, released, types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"app":"agent"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after = waitDaemons(t, admin, w, ns, "agent")
+	if p := after["n7"]; p.Name != released || metav1.GetControllerOf(p) == nil || metav1.GetControllerOf(p).Kind != "DaemonSet" {
+		t.Errorf("node n7 runs %s, controlled by %+v; want %s adopted", p.Name, metav1.GetControllerOf(p), released)
+	}
+	w.check(t)
+
 	// Its identity: its own writes, nothing else.
 	dsc := tokenClient(t, admin, adminCfg, "daemon-set-controller")
 	forbidden := func(what string, err error) {
@@ -440,6 +468,19 @@ func TestDaemonSet(t *testing.T) {
 	if _, err := dsc.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{}); err != nil {
 		t.Errorf("daemon-set-controller: get its DaemonSet, as after a conflict: %v", err)
 	}
+}
+
+// secondAfter waits until a second after p's creation: creation times
+// are in seconds, and of two pods created within one, which is the
+// older is not known.
+func secondAfter(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	waitFor(t, "a second after pod "+p.Name+"'s creation", func(context.Context) error {
+		if !time.Now().Truncate(time.Second).After(p.CreationTimestamp.Time) {
+			return fmt.Errorf("created at %s", p.CreationTimestamp)
+		}
+		return nil
+	})
 }
 
 func patchNode(t *testing.T, client kubernetes.Interface, name, patch string) {

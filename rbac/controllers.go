@@ -126,15 +126,15 @@ func Controllers() []Controller {
 		},
 		{
 			// Runs one pod of each DaemonSet on each node it fits, and
-			// records its templates as ControllerRevisions. It reads
-			// through the shared informers, but for a set whose status
-			// write conflicted, and a revision whose name is taken; it
-			// adopts no orphans, so it patches no pod, and writes no
-			// node.
+			// records its templates as ControllerRevisions. It patches
+			// pods' ownerReferences to adopt and release them. It reads
+			// through the shared informers, but for a set before it
+			// adopts or whose status write conflicted, and a revision
+			// whose name is taken; it writes no node.
 			Name:           "daemonset",
 			ServiceAccount: "daemon-set-controller",
 			Rules: rules(
-				newRule("create", "delete").groups(coreGroup).resources("pods"),
+				newRule("create", "delete", "patch").groups(coreGroup).resources("pods"),
 				newRule("get").groups(appsGroup).resources("daemonsets"),
 				newRule("get", "create", "update", "delete").groups(appsGroup).resources("controllerrevisions"),
 				newRule("update").groups(appsGroup).resources("daemonsets/status"),
