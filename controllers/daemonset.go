@@ -17,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // daemonSetKind is what a DaemonSet's pods and revisions name as their
@@ -62,9 +64,12 @@ type daemonSetController struct {
 	nodes        corelisters.NodeLister
 	revisions    appslisters.ControllerRevisionLister
 	expectations *expectations
-	w            *worker
-	logger       *slog.Logger
-	now          func() time.Time
+	// failedBackoff paces the replacement of failed pods, per set and
+	// node.
+	failedBackoff *flowcontrol.Backoff
+	w             *worker
+	logger        *slog.Logger
+	now           func() time.Time
 }
 
 func newDaemonSetController(c *controllerContext) (runner, error) {
@@ -79,8 +84,10 @@ func newDaemonSetController(c *controllerContext) (runner, error) {
 		nodes:        nodeInformer.Lister(),
 		revisions:    revInformer.Lister(),
 		expectations: newExpectations(time.Now),
-		logger:       c.logger.With("controller", "daemonset"),
-		now:          time.Now,
+		// kube's: from a second to 15 minutes.
+		failedBackoff: flowcontrol.NewBackOff(time.Second, 15*time.Minute),
+		logger:        c.logger.With("controller", "daemonset"),
+		now:           time.Now,
 	}
 	dsc.w = newWorker("daemonset", c.logger, dsc.sync)
 	if _, err := setInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -137,7 +144,11 @@ func newDaemonSetController(c *controllerContext) (runner, error) {
 	}
 	synced := []cache.InformerSynced{setInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 		nodeInformer.Informer().HasSynced, revInformer.Informer().HasSynced}
-	return func(ctx context.Context, workers int) { dsc.w.run(ctx, workers, synced...) }, nil
+	return func(ctx context.Context, workers int) {
+		// Forget the backoff of nodes whose pods stopped failing.
+		go wait.Until(dsc.failedBackoff.GC, time.Minute, ctx.Done())
+		dsc.w.run(ctx, workers, synced...)
+	}, nil
 }
 
 // owner is the DaemonSet that controls pod, if the cache holds it with
@@ -367,6 +378,14 @@ func (d *daemonSetSync) fits(node *corev1.Node) (shouldRun, shouldContinue bool)
 	return shouldRun, shouldContinue
 }
 
+// requeueAfter asks for the sync to come back after wait, or sooner if
+// already asked.
+func (d *daemonSetSync) requeueAfter(wait time.Duration) {
+	if d.waitFor == 0 || wait < d.waitFor {
+		d.waitFor = max(wait, time.Second)
+	}
+}
+
 // available reports whether p has been ready for minReadySeconds; when
 // it is ready but not yet for long enough, the sync is asked to come
 // back then.
@@ -379,10 +398,7 @@ func (d *daemonSetSync) available(p *corev1.Pod) bool {
 		return true
 	}
 	c := podReadyCondition(p)
-	wait := c.LastTransitionTime.Add(time.Duration(mrs)*time.Second + time.Second).Sub(d.now)
-	if d.waitFor == 0 || wait < d.waitFor {
-		d.waitFor = max(wait, time.Second)
-	}
+	d.requeueAfter(c.LastTransitionTime.Add(time.Duration(mrs)*time.Second + time.Second).Sub(d.now))
 	return false
 }
 
@@ -406,7 +422,15 @@ func (d *daemonSetSync) manage(ctx context.Context, k string) error {
 				switch {
 				case podTerminating(p):
 				case podFinished(p):
-					// Replaced once gone, by a later sync.
+					// Replaced once gone, by a later sync; but a node
+					// whose pods keep failing (a kubelet that refuses
+					// them) gets them at a backing-off pace, kube's.
+					backoffKey := k + "/" + node.Name
+					if d.dsc.failedBackoff.IsInBackOffSinceUpdate(backoffKey, d.now) {
+						d.requeueAfter(d.dsc.failedBackoff.Get(backoffKey))
+						continue
+					}
+					d.dsc.failedBackoff.Next(backoffKey, d.now)
 					remove = append(remove, p)
 				default:
 					running = append(running, p)

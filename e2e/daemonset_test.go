@@ -57,7 +57,7 @@ func watchDaemons(t *testing.T, client kubernetes.Interface, namespace, selector
 			zero := int64(0)
 			// Gone already, or another event's delete: nothing to do.
 			_ = client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
-		case pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodRunning:
+		case pod.Spec.NodeName != "" && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending):
 			p := pod.DeepCopy()
 			p.Status.Phase = corev1.PodRunning
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
@@ -246,10 +246,10 @@ func waitDaemons(t *testing.T, client kubernetes.Interface, w *daemonWatch, name
 // The DaemonSet controller, against the real binary, with nodes and
 // kubelets played by the test and every pod event checked from the
 // start: one pod per eligible node (nodeSelector, untolerated taints) as
-// nodes come, go and change, a pod released and adopted again,
-// duplicates removed (the oldest kept), a
-// rolling update within maxUnavailable that stock kubectl waits for, and
-// OnDelete; and its identity is refused what is not its job.
+// nodes come, go and change; duplicates removed (the oldest kept); a
+// failed pod replaced; a pod released, and adopted again; rolling
+// updates within maxUnavailable, and with maxSurge, that stock kubectl
+// waits for; OnDelete; and its identity is refused what is not its job.
 func TestDaemonSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -326,6 +326,18 @@ func TestDaemonSet(t *testing.T) {
 	}
 	if after := waitDaemons(t, admin, w, ns, "agent"); after["n6"].UID != pods["n6"].UID {
 		t.Errorf("node n6 kept pod %s, want the older %s", after["n6"].Name, pods["n6"].Name)
+	}
+	w.check(t)
+
+	// A failed pod is replaced.
+	failed := pods["n4"].DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
+	failed.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := waitDaemons(t, admin, w, ns, "agent"); after["n4"].UID == failed.UID {
+		t.Errorf("node n4 still runs the failed pod")
 	}
 	w.check(t)
 
