@@ -62,17 +62,22 @@ func (e *expectations) satisfied(key string) bool {
 // expectCreations records that n pods are about to be created for key,
 // replacing what was pending (only a satisfied key is managed).
 func (e *expectations) expectCreations(key string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.byKey[key] = &expected{creations: n, since: e.now()}
+	e.expect(key, n, nil)
 }
 
 // expectDeletions records that the pods podKeys are about to be deleted
 // for key, replacing what was pending.
 func (e *expectations) expectDeletions(key string, podKeys []string) {
+	e.expect(key, 0, podKeys)
+}
+
+// expect records that n pods are about to be created and the pods
+// podKeys deleted for key, replacing what was pending: for a controller
+// that does both in one sync.
+func (e *expectations) expect(key string, n int, podKeys []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	x := &expected{deletions: make(map[string]bool, len(podKeys)), since: e.now()}
+	x := &expected{creations: n, deletions: make(map[string]bool, len(podKeys)), since: e.now()}
 	for _, k := range podKeys {
 		x.deletions[k] = true
 	}

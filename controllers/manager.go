@@ -74,6 +74,7 @@ var controllers = map[string]func(*controllerContext) (runner, error){
 	"deployment":             newDeploymentController,
 	"endpointslice":          newEndpointSliceController,
 	"statefulset":            newStatefulSetController,
+	"daemonset":              newDaemonSetController,
 	"garbagecollector":       newGarbageCollector,
 	"csrapproving":           newCSRApprovingController,
 	"csrsigning":             newCSRSigningController,

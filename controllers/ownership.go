@@ -5,60 +5,74 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
-// claimPods returns the pods of pods that rs controls once its selector
-// is applied, as kube's ControllerRefManager claims them:
-//   - a pod rs controls that the selector matches is kept; one it no
-//     longer matches is released (its controller reference removed);
+// podClaim is one controller's claim on the pods its selector matches:
+// client is the controller's, owner the ReplicaSet or DaemonSet (of
+// kind) that claims them, and get reads the owner from the API server.
+type podClaim struct {
+	client kubernetes.Interface
+	owner  metav1.Object
+	kind   schema.GroupVersionKind
+	get    func(ctx context.Context) (metav1.Object, error)
+}
+
+// claimPods returns the pods of pods that the owner controls once its
+// selector is applied, as kube's ControllerRefManager claims them:
+//   - a pod the owner controls that the selector matches is kept; one
+//     it no longer matches is released (its controller reference
+//     removed);
 //   - an orphan (no controller) that the selector matches is adopted,
-//     unless rs or the pod is being deleted;
+//     unless the owner or the pod is being deleted;
 //   - a pod another controller controls is never touched.
 //
 // A pod that is gone or replaced meanwhile is skipped; other failures
 // are returned, joined, with the pods claimed so far.
-func (rsc *replicaSetController) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+func (c podClaim) claimPods(ctx context.Context, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	var claimed []*corev1.Pod
 	var errs []error
 	// Checked at most once per sync, and only if there is an orphan.
 	var canAdopt error
 	checked := false
+	deleting := c.owner.GetDeletionTimestamp() != nil
 	for _, pod := range pods {
 		ref := metav1.GetControllerOf(pod)
 		matches := selector.Matches(labels.Set(pod.Labels))
 		switch {
-		case ref != nil && ref.UID == rs.UID:
+		case ref != nil && ref.UID == c.owner.GetUID():
 			if matches {
 				claimed = append(claimed, pod)
 				continue
 			}
-			if rs.DeletionTimestamp != nil {
+			if deleting {
 				// Its pods go with it; releasing them now would only
 				// orphan them.
 				continue
 			}
-			if err := rsc.release(ctx, rs, pod); err != nil && !gone(err) {
+			if err := c.release(ctx, pod); err != nil && !gone(err) {
 				errs = append(errs, err)
 			}
 		case ref != nil:
 			// Another controller's.
-		case !matches || rs.DeletionTimestamp != nil || pod.DeletionTimestamp != nil:
+		case !matches || deleting || pod.DeletionTimestamp != nil:
 		default:
 			if !checked {
-				canAdopt, checked = rsc.recheck(ctx, rs), true
+				canAdopt, checked = c.recheck(ctx), true
 			}
 			if canAdopt != nil {
 				errs = append(errs, canAdopt)
 				continue
 			}
-			err := rsc.adopt(ctx, rs, pod)
+			err := c.adopt(ctx, pod)
 			switch {
 			case err == nil:
 				claimed = append(claimed, pod)
@@ -70,20 +84,24 @@ func (rsc *replicaSetController) claimPods(ctx context.Context, rs *appsv1.Repli
 	return claimed, errors.Join(errs...)
 }
 
-// recheck makes sure, by reading rs from the API server rather than the
-// cache, that rs still exists with its UID and is not being deleted
-// before it adopts: a pod adopted by a ReplicaSet the cache still holds
-// but that is gone, or going, would name an owner that is not there.
-func (rsc *replicaSetController) recheck(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	fresh, err := rsc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+// what names the owner in messages: "replicaset ns/name".
+func (c podClaim) what() string { return strings.ToLower(c.kind.Kind) + " " + key(c.owner) }
+
+// recheck makes sure, by reading the owner from the API server rather
+// than the cache, that it still exists with its UID and is not being
+// deleted before it adopts: a pod adopted by an owner the cache still
+// holds but that is gone, or going, would name an owner that is not
+// there.
+func (c podClaim) recheck(ctx context.Context) error {
+	fresh, err := c.get(ctx)
 	if err != nil {
-		return fmt.Errorf("recheck replicaset %s before adopting: %w", key(rs), err)
+		return fmt.Errorf("recheck %s before adopting: %w", c.what(), err)
 	}
-	if fresh.UID != rs.UID {
-		return fmt.Errorf("replicaset %s was re-created (uid %s, was %s); not adopting", key(rs), fresh.UID, rs.UID)
+	if fresh.GetUID() != c.owner.GetUID() {
+		return fmt.Errorf("%s was re-created (uid %s, was %s); not adopting", c.what(), fresh.GetUID(), c.owner.GetUID())
 	}
-	if fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("replicaset %s is being deleted; not adopting", key(rs))
+	if fresh.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("%s is being deleted; not adopting", c.what())
 	}
 	return nil
 }
@@ -98,34 +116,34 @@ type ownerPatch struct {
 	} `json:"metadata"`
 }
 
-// adopt makes rs the controller of pod, an orphan.
-func (rsc *replicaSetController) adopt(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+// adopt makes the owner the controller of pod, an orphan.
+func (c podClaim) adopt(ctx context.Context, pod *corev1.Pod) error {
 	var p ownerPatch
-	p.Metadata.OwnerReferences = []any{metav1.NewControllerRef(rs, replicaSetKind)}
+	p.Metadata.OwnerReferences = []any{metav1.NewControllerRef(c.owner, c.kind)}
 	p.Metadata.UID = pod.UID
-	if err := rsc.patchPod(ctx, pod, p); err != nil {
-		return fmt.Errorf("adopt pod %s by replicaset %s: %w", key(pod), key(rs), err)
+	if err := c.patchPod(ctx, pod, p); err != nil {
+		return fmt.Errorf("adopt pod %s by %s: %w", key(pod), c.what(), err)
 	}
 	return nil
 }
 
-// release removes rs's controller reference from pod.
-func (rsc *replicaSetController) release(ctx context.Context, rs *appsv1.ReplicaSet, pod *corev1.Pod) error {
+// release removes the owner's controller reference from pod.
+func (c podClaim) release(ctx context.Context, pod *corev1.Pod) error {
 	var p ownerPatch
-	p.Metadata.OwnerReferences = []any{map[string]any{"$patch": "delete", "uid": rs.UID}}
+	p.Metadata.OwnerReferences = []any{map[string]any{"$patch": "delete", "uid": c.owner.GetUID()}}
 	p.Metadata.UID = pod.UID
-	if err := rsc.patchPod(ctx, pod, p); err != nil {
-		return fmt.Errorf("release pod %s from replicaset %s: %w", key(pod), key(rs), err)
+	if err := c.patchPod(ctx, pod, p); err != nil {
+		return fmt.Errorf("release pod %s from %s: %w", key(pod), c.what(), err)
 	}
 	return nil
 }
 
-func (rsc *replicaSetController) patchPod(ctx context.Context, pod *corev1.Pod, p ownerPatch) error {
+func (c podClaim) patchPod(ctx context.Context, pod *corev1.Pod, p ownerPatch) error {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	_, err = rsc.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+	_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 	return err
 }
 

@@ -220,7 +220,10 @@ func (rsc *replicaSetController) sync(ctx context.Context, k string) error {
 			active = append(active, p)
 		}
 	}
-	pods, err := rsc.claimPods(ctx, rs, selector, active)
+	claim := podClaim{client: rsc.client, owner: rs, kind: replicaSetKind, get: func(ctx context.Context) (metav1.Object, error) {
+		return rsc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+	}}
+	pods, err := claim.claimPods(ctx, selector, active)
 	if err != nil {
 		return err
 	}

@@ -144,11 +144,19 @@ func (ssc *statefulSetController) sync(ctx context.Context, k string) error {
 		ssc.logger.Warn("statefulset: invalid selector; not syncing", "statefulset", k, "err", err)
 		return nil
 	}
-	revs, err := ssc.ownedRevisions(set)
+	revs, err := ownedRevisions(ssc.revisions, set)
 	if err != nil {
 		return err
 	}
-	current, update, collision, err := ssc.revisionsOf(ctx, set, revs)
+	owner := revisionOwner{
+		obj:            set,
+		kind:           statefulSetKind,
+		template:       &set.Spec.Template,
+		collisionCount: set.Status.CollisionCount,
+		current:        set.Status.CurrentRevision,
+		historyLimit:   set.Spec.RevisionHistoryLimit,
+	}
+	current, update, collision, err := revisionsOf(ctx, ssc.client, owner, revs)
 	if err != nil {
 		if collision != nil {
 			// Counted in the status, so that the next hash differs.
@@ -183,7 +191,11 @@ func (ssc *statefulSetController) sync(ctx context.Context, k string) error {
 	if syncErr != nil {
 		return syncErr
 	}
-	return ssc.truncateHistory(ctx, set, revs, pods, current, update)
+	live := map[string]bool{current.Name: true, update.Name: true}
+	for _, p := range pods {
+		live[podRevision(p)] = true
+	}
+	return truncateHistory(ctx, ssc.client, owner, revs, live)
 }
 
 // writeStatus writes status, if it is new, to set. The cache often

@@ -133,6 +133,22 @@ func Controllers() []Controller {
 			),
 		},
 		{
+			// Runs one pod of each DaemonSet on each node it fits, and
+			// records its templates as ControllerRevisions. It patches
+			// pods' ownerReferences to adopt and release them. It reads
+			// through the shared informers, but for a set before it
+			// adopts or whose status write conflicted, and a revision
+			// whose name is taken; it writes no node.
+			Name:           "daemonset",
+			ServiceAccount: "daemon-set-controller",
+			Rules: rules(
+				newRule("create", "delete", "patch").groups(coreGroup).resources("pods"),
+				newRule("get").groups(appsGroup).resources("daemonsets"),
+				newRule("get", "create", "update", "delete").groups(appsGroup).resources("controllerrevisions"),
+				newRule("update").groups(appsGroup).resources("daemonsets/status"),
+			),
+		},
+		{
 			// Keeps one set of EndpointSlices per Service with a
 			// selector, from its pods. It writes only the slices; it
 			// reads Services, pods and slices through the shared
@@ -220,8 +236,8 @@ func ControllerRole(serviceAccount string) string { return "system:controller:" 
 // Secrets.
 func sharedInformersRules() []rbacv1.PolicyRule {
 	return rules(
-		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services"),
-		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "controllerrevisions"),
+		newRule("list", "watch").groups(coreGroup).resources("namespaces", "serviceaccounts", "configmaps", "pods", "services", "nodes"),
+		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 		newRule("list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
 	)

@@ -15,18 +15,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 )
 
-// A StatefulSet's ControllerRevisions record its templates, as kube's
-// do: each holds, as data, the patch {"spec":{"template":{...,
-// "$patch":"replace"}}} that gives a set that template, is named
+// A StatefulSet's or DaemonSet's ControllerRevisions record its
+// templates, as kube's do: each holds, as data, the patch
+// {"spec":{"template":{..., "$patch":"replace"}}} that gives the set
+// that template (what `kubectl rollout undo` applies), is named
 // <set>-<hash of the data and collisionCount> and numbered in the order
-// the templates were in use. Pods carry their revision's name in the
+// the templates were in use. Pods carry their revision in the
 // controller-revision-hash label.
 
 // revisionHashLabel is the hash label kube puts on a revision.
 const revisionHashLabel = "controller.kubernetes.io/hash"
+
+// revisionOwner is a set whose templates are recorded as revisions.
+type revisionOwner struct {
+	obj      metav1.Object
+	kind     schema.GroupVersionKind
+	template *corev1.PodTemplateSpec
+	// collisionCount is the set's status.collisionCount.
+	collisionCount *int32
+	// current is the name of the revision the set last finished rolling
+	// out, "" if none.
+	current string
+	// historyLimit is spec.revisionHistoryLimit.
+	historyLimit *int32
+}
 
 // revisionData is the data of a revision of set's template.
 func revisionData(tmpl *corev1.PodTemplateSpec) ([]byte, error) {
@@ -67,14 +85,14 @@ func revisionHash(data []byte, collisionCount *int32) string {
 }
 
 // ownedRevisions are the revisions set controls, oldest first.
-func (ssc *statefulSetController) ownedRevisions(set *appsv1.StatefulSet) ([]*appsv1.ControllerRevision, error) {
-	all, err := ssc.revisions.ControllerRevisions(set.Namespace).List(labels.Everything())
+func ownedRevisions(lister appslisters.ControllerRevisionLister, set metav1.Object) ([]*appsv1.ControllerRevision, error) {
+	all, err := lister.ControllerRevisions(set.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	var out []*appsv1.ControllerRevision
 	for _, r := range all {
-		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == set.UID {
+		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == set.GetUID() {
 			out = append(out, r)
 		}
 	}
@@ -98,13 +116,15 @@ func sameTemplate(r *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec) bo
 // one that does as the latest (a rollback to an earlier template). A
 // revision of set's name and hash that records another template is a
 // collision: it returns the collision count to write, and an error.
-func (ssc *statefulSetController) revisionsOf(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision, collision *int32, err error) {
+func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwner, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision, collision *int32, err error) {
+	set := o.obj
+	revisions := client.AppsV1().ControllerRevisions(set.GetNamespace())
 	next := int64(1)
 	if len(revs) > 0 {
 		next = revs[len(revs)-1].Revision + 1
 	}
 	for _, r := range revs {
-		if sameTemplate(r, &set.Spec.Template) {
+		if sameTemplate(r, o.template) {
 			update = r
 		}
 	}
@@ -113,43 +133,43 @@ func (ssc *statefulSetController) revisionsOf(ctx context.Context, set *appsv1.S
 		// An earlier template again: it becomes the latest revision.
 		r := update.DeepCopy()
 		r.Revision = next
-		if update, err = ssc.client.AppsV1().ControllerRevisions(set.Namespace).Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+		if update, err = revisions.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
 			return nil, nil, nil, fmt.Errorf("renumber revision %s: %w", key(r), err)
 		}
 	case update == nil:
-		data, err := revisionData(&set.Spec.Template)
+		data, err := revisionData(o.template)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		hash := revisionHash(data, set.Status.CollisionCount)
+		hash := revisionHash(data, o.collisionCount)
 		lbls := map[string]string{}
-		for k, v := range set.Spec.Template.Labels {
+		for k, v := range o.template.Labels {
 			lbls[k] = v
 		}
 		lbls[revisionHashLabel] = hash
 		r := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:            set.Name + "-" + hash,
-				Namespace:       set.Namespace,
+				Name:            set.GetName() + "-" + hash,
+				Namespace:       set.GetNamespace(),
 				Labels:          lbls,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, statefulSetKind)},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, o.kind)},
 			},
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: next,
 		}
-		created, err := ssc.client.AppsV1().ControllerRevisions(set.Namespace).Create(ctx, r, metav1.CreateOptions{})
+		created, err := revisions.Create(ctx, r, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			existing, gerr := ssc.client.AppsV1().ControllerRevisions(set.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			existing, gerr := revisions.Get(ctx, r.Name, metav1.GetOptions{})
 			if gerr != nil {
 				return nil, nil, nil, gerr
 			}
-			if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.UID && sameTemplate(existing, &set.Spec.Template) {
+			if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.GetUID() && sameTemplate(existing, o.template) {
 				// Ours, not yet in the cache.
 				return nil, nil, nil, fmt.Errorf("revision %s not yet observed", key(r))
 			}
 			n := int32(0)
-			if set.Status.CollisionCount != nil {
-				n = *set.Status.CollisionCount
+			if o.collisionCount != nil {
+				n = *o.collisionCount
 			}
 			n++
 			return nil, nil, &n, fmt.Errorf("revision %s: hash collision, collisionCount now %d", key(r), n)
@@ -161,7 +181,7 @@ func (ssc *statefulSetController) revisionsOf(ctx context.Context, set *appsv1.S
 	}
 	current = update
 	for _, r := range revs {
-		if r.Name == set.Status.CurrentRevision {
+		if r.Name == o.current {
 			current = r
 		}
 	}
@@ -170,12 +190,8 @@ func (ssc *statefulSetController) revisionsOf(ctx context.Context, set *appsv1.S
 
 // truncateHistory deletes the oldest revisions beyond
 // revisionHistoryLimit that are neither current, nor the update, nor
-// used by a pod.
-func (ssc *statefulSetController) truncateHistory(ctx context.Context, set *appsv1.StatefulSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod, current, update *appsv1.ControllerRevision) error {
-	live := map[string]bool{current.Name: true, update.Name: true}
-	for _, p := range pods {
-		live[podRevision(p)] = true
-	}
+// used by a pod (live, by name).
+func truncateHistory(ctx context.Context, client kubernetes.Interface, o revisionOwner, revs []*appsv1.ControllerRevision, live map[string]bool) error {
 	var old []*appsv1.ControllerRevision
 	for _, r := range revs {
 		if !live[r.Name] {
@@ -183,11 +199,11 @@ func (ssc *statefulSetController) truncateHistory(ctx context.Context, set *apps
 		}
 	}
 	limit := 10
-	if set.Spec.RevisionHistoryLimit != nil {
-		limit = int(*set.Spec.RevisionHistoryLimit)
+	if o.historyLimit != nil {
+		limit = int(*o.historyLimit)
 	}
 	for _, r := range old[:max(len(old)-limit, 0)] {
-		err := ssc.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(r.UID))})
+		err := client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(r.UID))})
 		if err != nil && !gone(err) {
 			return fmt.Errorf("delete revision %s: %w", key(r), err)
 		}
