@@ -345,8 +345,13 @@ func (s *Store) DeleteAlso(ctx context.Context, key string, rev int64, prefixes 
 		return 0, missingOrConflict(resp, rev)
 	}
 	s.noteWrite(key, resp.Header.Revision)
-	for _, p := range prefixes {
-		s.noteWrite(p, resp.Header.Revision)
+	for i, p := range prefixes {
+		// Only a prefix that held something was written: a resource
+		// noted as written at a revision has an event there, which its
+		// readers may wait for.
+		if r := resp.Responses[1+i].GetResponseDeleteRange(); r != nil && r.Deleted > 0 {
+			s.noteWrite(p, resp.Header.Revision)
+		}
 	}
 	return resp.Header.Revision, s.wrote(resp.Header.Revision, nil, also)
 }
