@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -308,3 +310,51 @@ func TestDeletePropagation(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A delete held to an object's uid, which another writer changes all the
+// while, succeeds: it starts again from the object as stored, as
+// kube-apiserver's does. One held to a resourceVersion that has moved on
+// is the client's conflict.
+func TestDeleteRacingAnUpdate(t *testing.T) {
+	ts := startServer(t)
+	cs := ts.clientset(t, admin)
+	ctx := testContext(t)
+	for i := range 5 {
+		name := fmt.Sprintf("busy-%d", i)
+		cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				patch := fmt.Sprintf(`{"metadata":{"labels":{"n":"%d"}}}`, n)
+				if _, err := cs.CoreV1().ConfigMaps("default").Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					return // deleted
+				}
+			}
+		})
+		time.Sleep(20 * time.Millisecond)
+		if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil {
+			t.Errorf("delete %s held to its uid while it is being updated: %v", name, err)
+		}
+		close(stop)
+		wg.Wait()
+	}
+	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "moved"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Patch(ctx, "moved", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, "moved", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cm.ResourceVersion}}); !apierrors.IsConflict(err) {
+		t.Errorf("delete held to a resourceVersion that moved on: %v, want 409", err)
+	}
+}

@@ -44,7 +44,16 @@ func (h *Handler) deleteRoute(q *scope) *writeRoute {
 			return checkPreconditions(q, a, in.opts.(*metav1.DeleteOptions).Preconditions)
 		},
 		store: func(ctx context.Context, in *writeInput, a *attempt) (runtime.Object, error) {
-			return h.deleteOne(ctx, q.in(a.ref.namespace), a, in.opts.(*metav1.DeleteOptions), in.dry)
+			opts := in.opts.(*metav1.DeleteOptions)
+			out, err := h.deleteOne(ctx, q.in(a.ref.namespace), a, opts, in.dry)
+			// A delete that raced with another write starts again from
+			// the object as stored, its preconditions checked again
+			// there, as kube-apiserver's; one held to a resourceVersion
+			// is the client's to resolve.
+			if apierrors.IsConflict(err) && (opts.Preconditions == nil || opts.Preconditions.ResourceVersion == nil) {
+				return nil, &retryError{err: err}
+			}
+			return out, err
 		},
 		respond: h.respondOne(http.StatusOK),
 	}
