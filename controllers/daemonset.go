@@ -239,17 +239,15 @@ func (dsc *daemonSetController) sync(ctx context.Context, k string) error {
 		template:       &ds.Spec.Template,
 		collisionCount: ds.Status.CollisionCount,
 		historyLimit:   ds.Spec.RevisionHistoryLimit,
-	}
-	_, update, collision, err := revisionsOf(ctx, dsc.client, owner, revs)
-	if err != nil {
-		if collision != nil {
-			// Counted in the status, so that the next hash differs.
+		saveCollision: func(ctx context.Context, n int32) error {
 			next := ds.DeepCopy()
-			next.Status.CollisionCount = collision
-			if _, serr := dsc.client.AppsV1().DaemonSets(namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); serr != nil {
-				err = errors.Join(err, serr)
-			}
-		}
+			next.Status.CollisionCount = &n
+			_, err := dsc.client.AppsV1().DaemonSets(namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+			return err
+		},
+	}
+	_, update, err := revisionsOf(ctx, dsc.client, owner, revs)
+	if err != nil {
 		return err
 	}
 	// Every pod of the namespace: one it controls that the selector no

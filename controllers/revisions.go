@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -44,6 +45,9 @@ type revisionOwner struct {
 	current string
 	// historyLimit is spec.revisionHistoryLimit.
 	historyLimit *int32
+	// saveCollision writes a new status.collisionCount of the set, so
+	// that its next revision's hash differs.
+	saveCollision func(ctx context.Context, count int32) error
 }
 
 // revisionData is the data of a revision of set's template.
@@ -115,8 +119,9 @@ func sameTemplate(r *appsv1.ControllerRevision, tmpl *corev1.PodTemplateSpec) bo
 // update revision if no revision holds its template, or renumbering the
 // one that does as the latest (a rollback to an earlier template). A
 // revision of set's name and hash that records another template is a
-// collision: it returns the collision count to write, and an error.
-func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwner, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision, collision *int32, err error) {
+// collision: the collision count is raised in the set's status, and the
+// sync fails, to be retried with the next hash.
+func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwner, revs []*appsv1.ControllerRevision) (current, update *appsv1.ControllerRevision, err error) {
 	set := o.obj
 	revisions := client.AppsV1().ControllerRevisions(set.GetNamespace())
 	next := int64(1)
@@ -134,12 +139,12 @@ func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwn
 		r := update.DeepCopy()
 		r.Revision = next
 		if update, err = revisions.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
-			return nil, nil, nil, fmt.Errorf("renumber revision %s: %w", key(r), err)
+			return nil, nil, fmt.Errorf("renumber revision %s: %w", key(r), err)
 		}
 	case update == nil:
 		data, err := revisionData(o.template)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		hash := revisionHash(data, o.collisionCount)
 		lbls := map[string]string{}
@@ -161,21 +166,22 @@ func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwn
 		if apierrors.IsAlreadyExists(err) {
 			existing, gerr := revisions.Get(ctx, r.Name, metav1.GetOptions{})
 			if gerr != nil {
-				return nil, nil, nil, gerr
+				return nil, nil, gerr
 			}
 			if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.GetUID() && sameTemplate(existing, o.template) {
 				// Ours, not yet in the cache.
-				return nil, nil, nil, fmt.Errorf("revision %s not yet observed", key(r))
+				return nil, nil, fmt.Errorf("revision %s not yet observed", key(r))
 			}
 			n := int32(0)
 			if o.collisionCount != nil {
 				n = *o.collisionCount
 			}
 			n++
-			return nil, nil, &n, fmt.Errorf("revision %s: hash collision, collisionCount now %d", key(r), n)
+			err := fmt.Errorf("revision %s: hash collision, collisionCount now %d", key(r), n)
+			return nil, nil, errors.Join(err, o.saveCollision(ctx, n))
 		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("create revision %s: %w", key(r), err)
+			return nil, nil, fmt.Errorf("create revision %s: %w", key(r), err)
 		}
 		update = created
 	}
@@ -185,7 +191,7 @@ func revisionsOf(ctx context.Context, client kubernetes.Interface, o revisionOwn
 			current = r
 		}
 	}
-	return current, update, nil, nil
+	return current, update, nil
 }
 
 // truncateHistory deletes the oldest revisions beyond

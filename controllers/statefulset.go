@@ -155,17 +155,15 @@ func (ssc *statefulSetController) sync(ctx context.Context, k string) error {
 		collisionCount: set.Status.CollisionCount,
 		current:        set.Status.CurrentRevision,
 		historyLimit:   set.Spec.RevisionHistoryLimit,
-	}
-	current, update, collision, err := revisionsOf(ctx, ssc.client, owner, revs)
-	if err != nil {
-		if collision != nil {
-			// Counted in the status, so that the next hash differs.
+		saveCollision: func(ctx context.Context, n int32) error {
 			next := set.DeepCopy()
-			next.Status.CollisionCount = collision
-			if _, serr := ssc.client.AppsV1().StatefulSets(namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); serr != nil {
-				err = errors.Join(err, serr)
-			}
-		}
+			next.Status.CollisionCount = &n
+			_, err := ssc.client.AppsV1().StatefulSets(namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+			return err
+		},
+	}
+	current, update, err := revisionsOf(ctx, ssc.client, owner, revs)
+	if err != nil {
 		return err
 	}
 	all, err := ssc.pods.Pods(namespace).List(selector)
