@@ -42,44 +42,37 @@ var notCopied = map[string]bool{
 	"deprecated.deployment.rollback.to": true,
 }
 
-func specReplicas(rss []*appsv1.ReplicaSet) int32 {
+// sumOf is the sum over rss (nil ones skipped) of what count reads of
+// each.
+func sumOf(rss []*appsv1.ReplicaSet, count func(*appsv1.ReplicaSet) int32) int32 {
 	var n int32
 	for _, rs := range rss {
-		if rs != nil && rs.Spec.Replicas != nil {
-			n += *rs.Spec.Replicas
+		if rs != nil {
+			n += count(rs)
 		}
 	}
 	return n
+}
+
+func specReplicas(rss []*appsv1.ReplicaSet) int32 {
+	return sumOf(rss, func(rs *appsv1.ReplicaSet) int32 {
+		if rs.Spec.Replicas == nil {
+			return 0
+		}
+		return *rs.Spec.Replicas
+	})
 }
 
 func statusReplicas(rss []*appsv1.ReplicaSet) int32 {
-	var n int32
-	for _, rs := range rss {
-		if rs != nil {
-			n += rs.Status.Replicas
-		}
-	}
-	return n
+	return sumOf(rss, func(rs *appsv1.ReplicaSet) int32 { return rs.Status.Replicas })
 }
 
 func readyReplicas(rss []*appsv1.ReplicaSet) int32 {
-	var n int32
-	for _, rs := range rss {
-		if rs != nil {
-			n += rs.Status.ReadyReplicas
-		}
-	}
-	return n
+	return sumOf(rss, func(rs *appsv1.ReplicaSet) int32 { return rs.Status.ReadyReplicas })
 }
 
 func availableReplicas(rss []*appsv1.ReplicaSet) int32 {
-	var n int32
-	for _, rs := range rss {
-		if rs != nil {
-			n += rs.Status.AvailableReplicas
-		}
-	}
-	return n
+	return sumOf(rss, func(rs *appsv1.ReplicaSet) int32 { return rs.Status.AvailableReplicas })
 }
 
 // activeReplicaSets are those of rss that want replicas.
