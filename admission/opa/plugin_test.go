@@ -198,6 +198,10 @@ func TestCompileRefuses(t *testing.T) {
 		{"bad enforcement", map[string]string{"e.rego": "# METADATA\n# custom:\n#   enforcement: maybe\npackage kubernetes.admission\n\ndeny contains \"x\" if false\n"}, "maybe"},
 		{"deny is not a set", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny := \"no\"\n"}, "p.rego:3: deny must be a set"},
 		{"warn is not a set", map[string]string{"p.rego": "package kubernetes.admission\n\nwarn := \"x\"\n"}, "warn must be a set"},
+		// Gatekeeper's and kube-mgmt's old form is an object rule in Rego
+		// v1: loaded, it would decide nothing.
+		{"deny is an object", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny[msg] if {\n\tmsg := \"no\"\n}\n"}, "p.rego:3: deny must be a set"},
+		{"deny is nested", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny.secrets contains \"no\" if true\n"}, "p.rego:3: deny must be a set"},
 		{"enforcement of one rule", map[string]string{"p.rego": "package kubernetes.admission\n\n# METADATA\n# custom:\n#   enforcement: dryrun\ndeny contains \"a\" if false\n\ndeny contains \"b\" if true\n"}, "set it in the METADATA of the package"},
 		{"rules beside the admission package", map[string]string{"p.rego": "package kubernetes\n\nadmission.deny contains \"x\" if true\n"}, "only policies"},
 		{"into another policy's namespace", map[string]string{"p.rego": "package trustplane.policies.other\n\ndeny contains \"x\" if true\n"}, "only policies"},

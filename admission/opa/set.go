@@ -186,7 +186,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		}
 		var rules []string
 		for _, r := range m.Rules {
-			switch n := r.Head.Name.String(); n {
+			switch n := ruleName(r); n {
 			case "deny", "warn", "patch":
 				if !slices.Contains(rules, n) {
 					rules = append(rules, n)
@@ -274,7 +274,7 @@ var kindRef = ast.MustParseRef("input.request.kind.kind")
 func kindsOf(m *ast.Module) map[string]bool {
 	kinds := map[string]bool{}
 	for _, r := range m.Rules {
-		switch r.Head.Name.String() {
+		switch ruleName(r) {
 		case "deny", "warn", "patch":
 		default:
 			continue
@@ -352,11 +352,26 @@ func enforcementOf(m *ast.Module) (Enforcement, error) {
 	return enforcement, nil
 }
 
+// ruleName is the first name of a rule's head: "deny" for deny contains
+// msg, and for deny[msg] and deny.x contains msg too, whose Head.Name is
+// empty. Were those told by Head.Name, a policy written so would load and
+// never decide anything.
+func ruleName(r *ast.Rule) string {
+	ref := r.Head.Ref()
+	if len(ref) == 0 {
+		return ""
+	}
+	if v, ok := ref[0].Value.(ast.Var); ok {
+		return string(v)
+	}
+	return ref[0].Value.String()
+}
+
 // checkDecisionRules refuses a policy whose deny, warn or patch is not a
-// set: it could only make every request fail.
+// set: it could only make every request fail, or decide nothing.
 func checkDecisionRules(m *ast.Module) error {
 	for _, r := range m.Rules {
-		switch name := r.Head.Name.String(); name {
+		switch name := ruleName(r); name {
 		case "deny", "warn", "patch":
 			if r.Head.RuleKind() != ast.MultiValue || len(r.Head.Ref()) != 1 {
 				return fmt.Errorf("%s: %s must be a set: %s contains … if { … }", r.Location, name, name)
