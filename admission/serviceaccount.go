@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apiserver/pkg/admission"
+
+	nodeauthz "github.com/trustplane/trustplane/rbac/node"
 )
 
 // ServiceAccountGetter reads a ServiceAccount; (nil, nil) when it does not
@@ -53,8 +55,8 @@ const (
 //   - a pod without imagePullSecrets gets its ServiceAccount's.
 //
 // A mirror pod (a kubelet's static pod) is left as it is, and refused if
-// it names a ServiceAccount or a Secret-backed volume: a node makes it,
-// not a user with a ServiceAccount.
+// it names a ServiceAccount, a Secret, a ConfigMap or a token projection:
+// a node makes it, not a user with a ServiceAccount.
 type ServiceAccount struct {
 	*admission.Handler
 	accounts ServiceAccountGetter
@@ -115,8 +117,8 @@ func (p *ServiceAccount) Validate(ctx context.Context, a admission.Attributes, _
 		return nil
 	}
 	if isMirrorPod(pod) {
-		if pod.Spec.ServiceAccountName != "" {
-			return admission.NewForbidden(a, errors.New("a mirror pod may not name a ServiceAccount"))
+		if err := mirrorPodCredentials(pod); err != nil {
+			return admission.NewForbidden(a, err)
 		}
 		return nil
 	}
@@ -202,6 +204,33 @@ func tokenVolume(name string) corev1.Volume {
 			},
 		}},
 	}
+}
+
+// mirrorPodCredentials refuses a mirror pod that names a credential of
+// the API's, as kube's plugin does: a ServiceAccount, a Secret or a
+// ConfigMap (by any reference), or a ServiceAccount token projection.
+func mirrorPodCredentials(pod *corev1.Pod) error {
+	if pod.Spec.ServiceAccountName != "" {
+		return errors.New("a mirror pod may not name a ServiceAccount")
+	}
+	refs := nodeauthz.References(pod)
+	if len(refs.Secrets) > 0 {
+		return errors.New("a mirror pod may not reference secrets")
+	}
+	if len(refs.ConfigMaps) > 0 {
+		return errors.New("a mirror pod may not reference configmaps")
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				return errors.New("a mirror pod may not use service account tokens")
+			}
+		}
+	}
+	return nil
 }
 
 func isMirrorPod(pod *corev1.Pod) bool {

@@ -99,6 +99,16 @@ func TestServiceAccountAdmission(t *testing.T) {
 			p.Annotations = map[string]string{mirrorPodAnnotation: "x"}
 			p.Spec.ServiceAccountName = "builder"
 		}), wantErr: "a mirror pod may not name a ServiceAccount"},
+		{name: "a mirror pod may not reference a Secret", pod: corePod("team", "static", "n1", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{mirrorPodAnnotation: "x"}
+			p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}}}}
+		}), wantErr: "a mirror pod may not reference secrets"},
+		{name: "a mirror pod may not project a token", pod: corePod("team", "static", "n1", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{mirrorPodAnnotation: "x"}
+			p.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+			}}}}
+		}), wantErr: "a mirror pod may not use service account tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := podCreate(tc.pod)
