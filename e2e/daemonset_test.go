@@ -15,9 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
@@ -47,9 +45,6 @@ type daemonWatch struct {
 func watchDaemons(t *testing.T, client kubernetes.Interface, namespace, selector string) *daemonWatch {
 	t.Helper()
 	w := &daemonWatch{pods: map[string]*corev1.Pod{}, eligible: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	inf := factory.Core().V1().Pods().Informer()
 	kubelet := func(pod *corev1.Pod) {
 		ctx := context.Background()
 		switch {
@@ -65,31 +60,12 @@ func watchDaemons(t *testing.T, client kubernetes.Interface, namespace, selector
 			_, _ = client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			pod := obj.(*corev1.Pod)
-			w.observe(pod, true, false)
+	watchPods(t, client, namespace, selector, func(pod *corev1.Pod, added, deleted bool) {
+		w.observe(pod, added, deleted)
+		if !deleted {
 			kubelet(pod)
-		},
-		UpdateFunc: func(_, obj any) {
-			pod := obj.(*corev1.Pod)
-			w.observe(pod, false, false)
-			kubelet(pod)
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				w.observe(pod, false, true)
-			}
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(t.Context().Done())
-	t.Cleanup(factory.Shutdown)
-	cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced)
+		}
+	})
 	return w
 }
 

@@ -20,10 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
@@ -45,25 +43,7 @@ type podRecorder struct {
 func recordPods(t testing.TB, cs kubernetes.Interface, namespace string) *podRecorder {
 	t.Helper()
 	r := &podRecorder{controllerOf: map[string]types.UID{}, count: map[types.UID]int{}, most: map[types.UID]int{}, seen: map[string][]types.UID{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	pods := factory.Core().V1().Pods().Informer()
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.observe(obj.(*corev1.Pod), false) },
-		UpdateFunc: func(_, obj any) { r.observe(obj.(*corev1.Pod), false) },
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			r.observe(obj.(*corev1.Pod), true)
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(t.Context().Done())
-	t.Cleanup(factory.Shutdown)
-	if !cache.WaitForCacheSync(t.Context().Done(), pods.HasSynced) {
-		t.Fatal("the pod recorder's informer did not sync")
-	}
+	watchPods(t, cs, namespace, "", func(pod *corev1.Pod, _, deleted bool) { r.observe(pod, deleted) })
 	return r
 }
 

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -36,8 +35,6 @@ type fakeKubelets struct {
 func startKubelets(t *testing.T, client kubernetes.Interface, namespace string) *fakeKubelets {
 	t.Helper()
 	k := &fakeKubelets{t: t, client: client, namespace: namespace, held: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
-	k.pods = factory.Core().V1().Pods().Informer()
 	ready := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodRunning {
@@ -55,12 +52,11 @@ func startKubelets(t *testing.T, client kubernetes.Interface, namespace string) 
 		// A conflict or a pod gone: the next event brings it again.
 		_, _ = client.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 	}
-	if _, err := k.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ready, UpdateFunc: func(_, obj any) { ready(obj) }}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(t.Context().Done())
-	t.Cleanup(factory.Shutdown)
-	cache.WaitForCacheSync(t.Context().Done(), k.pods.HasSynced)
+	k.pods = watchPods(t, client, namespace, "", func(pod *corev1.Pod, _, deleted bool) {
+		if !deleted {
+			ready(pod)
+		}
+	})
 	return k
 }
 
@@ -113,23 +109,7 @@ func watchOrder(t *testing.T, client kubernetes.Interface, namespace string, ord
 	for _, s := range orderedSets {
 		w.ordered[s] = true
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.observe(obj.(*corev1.Pod), false) },
-		UpdateFunc: func(_, obj any) { w.observe(obj.(*corev1.Pod), false) },
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			w.observe(obj.(*corev1.Pod), true)
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(t.Context().Done())
-	t.Cleanup(factory.Shutdown)
-	cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced)
+	watchPods(t, client, namespace, "", func(pod *corev1.Pod, _, deleted bool) { w.observe(pod, deleted) })
 	return w
 }
 
