@@ -306,12 +306,11 @@ func TestDaemonSet(t *testing.T) {
 	w.check(t)
 
 	// A failed pod is replaced.
-	failed := pods["n4"].DeepCopy()
-	failed.Status.Phase = corev1.PodFailed
-	failed.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
-	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, failed, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	failed := pods["n4"]
+	setPodStatus(t, admin, ns, failed.Name, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	})
 	if after := waitDaemons(t, admin, w, ns, "agent"); after["n4"].UID == failed.UID {
 		t.Errorf("node n4 still runs the failed pod")
 	}

@@ -45,17 +45,12 @@ func TestEndpointSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As a node agent reports it: running, with an address, ready.
-	running, err := admin.CoreV1().Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	running.Status.Phase = corev1.PodRunning
-	running.Status.PodIP = "10.244.0.5"
-	running.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.5"}}
-	running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if _, err := admin.CoreV1().Pods("default").UpdateStatus(ctx, running, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setPodStatus(t, admin, "default", "web-1", func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = "10.244.0.5"
+		p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.5"}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
 	slices := func(ctx context.Context) ([]discoveryv1.EndpointSlice, error) {
 		l, err := admin.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 		if err != nil {

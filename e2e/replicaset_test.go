@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
@@ -158,14 +159,28 @@ func scale(t *testing.T, cs kubernetes.Interface, rs *appsv1.ReplicaSet, n int32
 // setReady marks pod Running and Ready, as its kubelet would.
 func setReady(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod) {
 	t.Helper()
-	p, err := cs.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+	setPodStatus(t, cs, pod.Namespace, pod.Name, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	})
+}
+
+// setPodStatus writes the status change to the pod as its kubelet
+// would: on the latest copy, again on a conflict, since the scheduler
+// and the controllers write the same pod's status too.
+func setPodStatus(t *testing.T, cs kubernetes.Interface, namespace, name string, change func(*corev1.Pod)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := cs.CoreV1().Pods(namespace).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(p)
+		_, err = cs.CoreV1().Pods(namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("set pod %s ready: %v", p.Name, err)
+		t.Fatalf("status of pod %s/%s: %v", namespace, name, err)
 	}
 }
 
