@@ -310,3 +310,88 @@ func TestNodeAgent(t *testing.T) {
 		t.Errorf("node agent: %v\n%s", err, agent.Output())
 	}
 }
+
+// kwok's nodes and trustplane's node agents share one cluster, and the
+// scheduler places pods on both, which run them.
+func TestMixedNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	kwok := buildKwok(t)
+	c := e2etest.StartCluster(t)
+	cmd := exec.Command(kwok.bin,
+		"--kubeconfig="+c.AdminConf(),
+		"--config="+kwok.stage,
+		"--config="+kwok.podStages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
+	)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	e2etest.Start(t, cmd)
+	tok := tokenCreate(t, c)
+	e2etest.Start(t, exec.Command(e2etest.Binary(t), "node", "--name", "agent", "--count", "2", "--server", c.URL, "--dir", t.TempDir(),
+		"--token", tok["token"], "--ca-cert-hash", tok["ca-cert-hash"], "--node-labels", "pool=mixed"))
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	for i := range 2 {
+		_, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:        fmt.Sprintf("kwok-%d", i),
+			Annotations: map[string]string{kwokAnnotation: "fake"},
+			Labels:      map[string]string{"pool": "mixed", corev1.LabelHostname: fmt.Sprintf("kwok-%d", i)},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "four Ready nodes", func(ctx context.Context) error {
+		nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "pool=mixed"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range nodes.Items {
+			if nodeReady(&nodes.Items[i]) {
+				ready++
+			}
+		}
+		if ready != 4 {
+			return fmt.Errorf("%d of %d nodes Ready", ready, len(nodes.Items))
+		}
+		return nil
+	})
+	// One pod per node, by required anti-affinity: both kinds of node
+	// get pods.
+	for i := range 4 {
+		p := schedPod(fmt.Sprintf("spread-%d", i), "100m", map[string]string{"pool": "mixed"})
+		p.Labels = map[string]string{"app": "spread"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: p.Labels},
+				TopologyKey:   corev1.LabelHostname,
+			}},
+		}}
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "a pod Running on each kwok node and each node agent", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=spread"})
+		if err != nil {
+			return err
+		}
+		on := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("%s on %q is %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+			}
+			on[p.Spec.NodeName] = true
+		}
+		for _, n := range []string{"kwok-0", "kwok-1", "agent-0", "agent-1"} {
+			if !on[n] {
+				return fmt.Errorf("no pod on %s: %v", n, on)
+			}
+		}
+		return nil
+	})
+}
