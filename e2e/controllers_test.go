@@ -64,7 +64,7 @@ func waitFor(t *testing.T, what string, cond func(ctx context.Context) error) {
 
 // waitWithin is waitFor with a bound of its own, for what takes its time
 // by design (a certificate's renewal).
-func waitWithin(t *testing.T, bound time.Duration, what string, cond func(ctx context.Context) error) {
+func waitWithin(t testing.TB, bound time.Duration, what string, cond func(ctx context.Context) error) {
 	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(bound)

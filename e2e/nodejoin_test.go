@@ -129,7 +129,7 @@ func withCert(t *testing.T, cfg *rest.Config, certPEM []byte, key *ecdsa.Private
 
 // tokenCreate runs trustplane token create with args and returns what it
 // printed, by field: token, ca-cert-hash, expires.
-func tokenCreate(t *testing.T, c *e2etest.Cluster, args ...string) map[string]string {
+func tokenCreate(t testing.TB, c *e2etest.Cluster, args ...string) map[string]string {
 	t.Helper()
 	stdout, stderr, err := e2etest.Run(t, append([]string{"token", "create", "--kubeconfig", c.AdminConf()}, args...)...)
 	if err != nil {
