@@ -51,6 +51,8 @@ type Options struct {
 	ServiceClusterIPRange string
 	// ServiceNodePortRange is the range of node ports, "30000-32767".
 	ServiceNodePortRange string
+	// AuditLog is how the audit log rotates (see auditlog.go).
+	AuditLog AuditLogOptions
 }
 
 // Defaults of the Service ranges, as kubeadm's and kube-apiserver's.
@@ -80,6 +82,7 @@ func NewOptions() *Options {
 		AdmissionPolicyTimeout: opa.DefaultTimeout,
 		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
 		ServiceNodePortRange:   DefaultServiceNodePortRange,
+		AuditLog:               DefaultAuditLogOptions(),
 	}
 }
 
@@ -115,6 +118,7 @@ func (o *Options) Validate() error {
 	if _, err := allocator.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
+	errs = append(errs, o.AuditLog.validate())
 	return errors.Join(errs...)
 }
 
@@ -182,7 +186,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		etcdClient.Close()
 		return nil, nil, err
 	}
-	auditLog, err := audit.OpenWriter(l.AuditLog(), auditSigner, audit.DefaultCheckpointEvery)
+	auditLog, err := audit.OpenRotatingWriter(l.AuditLog(), auditSigner, audit.DefaultCheckpointEvery, o.AuditLog.rotation())
 	if err != nil {
 		etcdClient.Close()
 		return nil, nil, err

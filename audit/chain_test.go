@@ -51,8 +51,14 @@ func testEvent(i int) *auditv1.Event {
 // 10 events and at each close.
 func writeLog(t *testing.T, path string, signer note.Signer, n int) {
 	t.Helper()
+	writeRuns(t, path, signer, n, Rotation{})
+}
+
+// writeRuns is writeLog with the file rotated as rot says.
+func writeRuns(t *testing.T, path string, signer note.Signer, n int, rot Rotation) {
+	t.Helper()
 	for run, count := range []int{n / 2, n - n/2} {
-		w, err := OpenWriter(path, signer, 10)
+		w, err := OpenRotatingWriter(path, signer, 10, rot)
 		if err != nil {
 			t.Fatal(err)
 		}

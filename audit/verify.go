@@ -41,7 +41,12 @@ func (f *Finding) String() string {
 
 // Verification is the outcome of Verify.
 type Verification struct {
-	// Events is the number of events verified, up to the finding if any.
+	// First is the number of the first event verified: 1, or where the
+	// first file starts with a checkpoint, the event after it, because the
+	// files before it were rotated away.
+	First int64
+	// Events is the number of events verified, up to the finding if any:
+	// the last event's number.
 	Events int64
 	// Checkpoints is the number of checkpoints verified; Signed is the
 	// count the last of them states, at LastCheckpoint (file:line).
@@ -64,8 +69,14 @@ type Verification struct {
 // behind is a line inserted again (a duplicate) or out of order. Lines cut
 // off after the last checkpoint cannot be told from a log that ends there:
 // Signed says how far the signature goes.
+//
+// A log whose first line is a signed checkpoint starts where it says: each
+// file the Writer starts after a rotation opens with one, so that the
+// files left once older ones are removed verify on their own. Files
+// removed from the start of the log cannot be told from files rotated
+// away: First says where the log starts.
 func Verify(files []string, verifiers note.Verifiers) (*Verification, error) {
-	v := &Verification{}
+	v := &Verification{First: 1}
 	lr := &lineReader{files: files}
 	defer lr.close()
 	var prev [sha256.Size]byte
@@ -88,6 +99,17 @@ func Verify(files []string, verifiers note.Verifiers) (*Verification, error) {
 			c, err := openCheckpoint(l.text, verifiers)
 			if err != nil {
 				return find(Forged, "%v", err)
+			}
+			if v.Events == 0 && v.Checkpoints == 0 {
+				v.First, v.Events, prev = c.count+1, c.count, c.hash
+			}
+			if c.count > v.Events && !nextIs(lr, v.Events+1) {
+				// The events it counts are gone, as when a rotated file is
+				// removed from the middle of the log.
+				if c.count == v.Events+1 {
+					return find(Deleted, "event %d is missing before a checkpoint of %d events", c.count, c.count)
+				}
+				return find(Deleted, "events %d to %d are missing before a checkpoint of %d events", v.Events+1, c.count, c.count)
 			}
 			if c.count != v.Events || c.hash != prev {
 				return find(Inserted, "a checkpoint of %d events ending in %s, after %d events ending in %s", c.count, hex.EncodeToString(c.hash[:]), v.Events, hex.EncodeToString(prev[:]))
@@ -127,6 +149,16 @@ func Verify(files []string, verifiers note.Verifiers) (*Verification, error) {
 			return find(Reordered, "event %d after event %d", seq, v.Events)
 		}
 	}
+}
+
+// nextIs reports whether the line after the current one is event seq.
+func nextIs(lr *lineReader, seq int64) bool {
+	n, err := lr.peek()
+	if err != nil || !n.complete {
+		return false
+	}
+	nseq, _, _, ok := chainFields(n.text)
+	return ok && nseq == seq
 }
 
 type line struct {
@@ -199,7 +231,8 @@ func (lr *lineReader) close() {
 // LogFiles lists the audit log files that paths name, in the order they
 // are read: a file is itself; a directory holds rotated files, named
 // audit-TIME.log or audit-TIME.log.gz, whose names sort in time order,
-// and then audit.log, the newest.
+// and then audit.log, the newest. A rotated file found both as itself and
+// compressed (the Writer was compressing it) is read once, uncompressed.
 func LogFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -220,7 +253,13 @@ func LogFiles(paths []string) ([]string, error) {
 			rotated = append(rotated, m...)
 		}
 		slices.SortFunc(rotated, func(a, b string) int {
-			return strings.Compare(strings.TrimSuffix(a, ".gz"), strings.TrimSuffix(b, ".gz"))
+			if c := strings.Compare(strings.TrimSuffix(a, ".gz"), strings.TrimSuffix(b, ".gz")); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b) // X.log before X.log.gz
+		})
+		rotated = slices.CompactFunc(rotated, func(a, b string) bool {
+			return strings.TrimSuffix(a, ".gz") == strings.TrimSuffix(b, ".gz")
 		})
 		files = append(files, rotated...)
 		f := filepath.Join(p, "audit.log")

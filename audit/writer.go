@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -26,24 +29,46 @@ const DefaultCheckpointEvery = 1000
 // to the one before by a hash (see ChainAnnotation), with a signed
 // checkpoint every so many events and when it closes. It is safe for
 // concurrent use; each event is one write of one whole line.
+//
+// With a Rotation, the file is renamed when it would grow past its size
+// and a new one started (see rotate.go); the chain runs on across files.
 type Writer struct {
 	signer note.Signer
 	every  int64
 	path   string
+	rot    Rotation
+	// mill compresses and prunes rotated files; nil without rotation.
+	mill *mill
 
-	mu   sync.Mutex // guards the fields below
-	f    *os.File
-	seq  int64             // events chained so far
-	last [sha256.Size]byte // hash of event seq
+	mu sync.Mutex // guards the fields below
+	// f is the file written, nil once closed, or after a rotation or a
+	// write that failed half-way, until the next write opens it again.
+	f      *os.File
+	closed bool
+	size   int64 // bytes in f
+	// fileEvents counts the events in f: a file is not rotated before it
+	// holds one.
+	fileEvents int64
+	seq        int64             // events chained so far
+	last       [sha256.Size]byte // hash of event seq
 	// signed is the count the last checkpoint written states.
 	signed int64
+	// lastBackup is the time in the newest rotated file's name.
+	lastBackup time.Time
 }
 
 // OpenWriter opens path for appending, creating it 0600 and its directory
 // 0700, and continues the hash chain where the file ends. signer signs the
 // checkpoints, written every `every` events (DefaultCheckpointEvery when
-// 0).
+// 0). The file is never rotated.
 func OpenWriter(path string, signer note.Signer, every int) (*Writer, error) {
+	return OpenRotatingWriter(path, signer, every, Rotation{})
+}
+
+// OpenRotatingWriter is OpenWriter with the file rotated as rot says.
+// When path is new or holds no event (it was just rotated), the chain
+// continues from the newest rotated file.
+func OpenRotatingWriter(path string, signer note.Signer, every int, rot Rotation) (*Writer, error) {
 	var errs []error
 	if path == "" {
 		errs = append(errs, errors.New("audit log path is not set"))
@@ -54,6 +79,7 @@ func OpenWriter(path string, signer note.Signer, every int) (*Writer, error) {
 	if every < 0 {
 		errs = append(errs, fmt.Errorf("audit checkpoint interval %d is negative", every))
 	}
+	errs = append(errs, rot.validate())
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -67,62 +93,157 @@ func OpenWriter(path string, signer note.Signer, every int) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	w := &Writer{signer: signer, every: int64(every), path: path, f: f}
+	w := &Writer{signer: signer, every: int64(every), path: path, rot: rot, f: f}
 	if err := w.resume(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
+	if rot.rotates() {
+		w.mill = startMill(path, rot)
+	}
 	return w, nil
 }
 
-// resume reads the chain's state back from the end of the file: the last
-// chained event, or the last checkpoint, whichever comes last. A last line
-// without its newline (a write cut short by a crash) is ended, so that the
-// next event starts a line of its own; it stays in the file, where audit
-// verify reports it.
+// resume reads the chain's state back: from the end of the file, the last
+// chained event or the last checkpoint, whichever comes last; when the
+// file holds neither, from the newest rotated file, and then the file
+// starts with a checkpoint of that state, so that the file verifies on its
+// own once older files are removed. A last line without its newline (a
+// write cut short by a crash) is ended, so that the next event starts a
+// line of its own; it stays in the file, where audit verify reports it.
 func (w *Writer) resume() error {
 	st, err := w.f.Stat()
 	if err != nil {
 		return err
 	}
-	if st.Size() == 0 {
-		return nil
-	}
-	var lastByte [1]byte
-	if _, err := w.f.ReadAt(lastByte[:], st.Size()-1); err != nil {
-		return err
-	}
-	if lastByte[0] != '\n' {
-		if _, err := w.f.Write([]byte("\n")); err != nil {
+	w.size = st.Size()
+	found := false
+	if w.size > 0 {
+		var lastByte [1]byte
+		if _, err := w.f.ReadAt(lastByte[:], w.size-1); err != nil {
 			return err
 		}
-	}
-	return eachLineBackward(w.f, st.Size(), func(line []byte) bool {
-		if isCheckpoint(line) {
-			msg, err := noteOf(line)
-			if err != nil {
-				return true
+		if lastByte[0] != '\n' {
+			if _, err := w.f.Write([]byte("\n")); err != nil {
+				return err
 			}
-			text, _, ok := bytes.Cut(msg, []byte("\n\n"))
+			w.size++
+		}
+		err := eachLineBackward(w.f, w.size, func(line []byte) bool {
+			s, ok := stateOf(line)
 			if !ok {
 				return true
 			}
-			c, err := parseCheckpoint(string(text) + "\n")
-			if err != nil {
-				return true
-			}
-			w.seq, w.last, w.signed = c.count, c.hash, c.count
+			found = true
+			w.seq, w.last, w.signed = s.seq, s.last, s.signed
+			// It may hold no event but the checkpoint it started with;
+			// rotated, it would still verify.
+			w.fileEvents = 1
 			return false
+		})
+		if err != nil {
+			return err
 		}
-		seq, hash, _, ok := chainFields(line)
+	}
+	backups, err := backupFiles(w.path)
+	if err != nil {
+		return err
+	}
+	if len(backups) > 0 {
+		w.lastBackup = backups[len(backups)-1].time
+	}
+	if found || len(backups) == 0 {
+		return nil
+	}
+	newest := backups[len(backups)-1].path
+	s, err := lastState(newest)
+	if err != nil {
+		return fmt.Errorf("resume the chain from %s: %w", newest, err)
+	}
+	w.seq, w.last, w.signed = s.seq, s.last, s.signed
+	return w.startFile()
+}
+
+// chainState is where the chain stands after a line.
+type chainState struct {
+	seq    int64
+	last   [sha256.Size]byte
+	signed int64 // -1: unknown, the checkpoint at Close covers it again
+}
+
+// stateOf is the chain's state after line, if line is a chained event or
+// a checkpoint.
+func stateOf(line []byte) (chainState, bool) {
+	if isCheckpoint(line) {
+		msg, err := noteOf(line)
+		if err != nil {
+			return chainState{}, false
+		}
+		text, _, ok := bytes.Cut(msg, []byte("\n\n"))
 		if !ok {
-			return true
+			return chainState{}, false
 		}
-		w.seq, w.last = seq, hash
-		// Unknown: the checkpoint at Close covers it again.
-		w.signed = -1
-		return false
-	})
+		c, err := parseCheckpoint(string(text) + "\n")
+		if err != nil {
+			return chainState{}, false
+		}
+		return chainState{seq: c.count, last: c.hash, signed: c.count}, true
+	}
+	seq, hash, _, ok := chainFields(line)
+	if !ok {
+		return chainState{}, false
+	}
+	return chainState{seq: seq, last: hash, signed: -1}, true
+}
+
+// lastState is the chain's state at the end of a rotated file, gzipped
+// or not.
+func lastState(path string) (chainState, error) {
+	if !strings.HasSuffix(path, ".gz") {
+		f, err := os.Open(path)
+		if err != nil {
+			return chainState{}, err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return chainState{}, err
+		}
+		var s chainState
+		found := false
+		err = eachLineBackward(f, st.Size(), func(line []byte) bool {
+			s, found = stateOf(line)
+			return !found
+		})
+		if err == nil && !found {
+			err = errors.New("no chained event or checkpoint")
+		}
+		return s, err
+	}
+	r, err := openLog(path)
+	if err != nil {
+		return chainState{}, err
+	}
+	defer r.Close()
+	var s chainState
+	found := false
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if n, ok := stateOf(bytes.TrimSuffix(line, []byte("\n"))); ok {
+			s, found = n, true
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	if !found {
+		return s, errors.New("no chained event or checkpoint")
+	}
+	return s, nil
 }
 
 // eachLineBackward calls fn with the lines of the first size bytes of f,
@@ -180,7 +301,7 @@ func (w *Writer) Write(ev *auditv1.Event) error {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
+	if w.closed {
 		return errors.New("audit log is closed")
 	}
 	seq := strconv.AppendInt(nil, w.seq+1, 10)
@@ -193,15 +314,94 @@ func (w *Writer) Write(ev *auditv1.Event) error {
 	hash := chainHash(w.last, line, c)
 	hex.Encode(line[c:c+hashLen], hash[:])
 	line = append(line, '\n')
-	if _, err := w.f.Write(line); err != nil {
+	if w.f != nil && w.rot.MaxSize > 0 && w.fileEvents > 0 && w.size+int64(len(line)) > w.rot.MaxSize {
+		if err := w.rotate(); err != nil {
+			return fmt.Errorf("rotate audit log: %w", err)
+		}
+	}
+	if err := w.append(line); err != nil {
 		return fmt.Errorf("write audit log: %w", err)
 	}
 	w.seq++
 	w.last = hash
+	w.fileEvents++
 	if w.seq%w.every == 0 {
 		return w.checkpoint()
 	}
 	return nil
+}
+
+// append writes line at the end of the file, opening it again if a
+// rotation or a failed write closed it. A write that fails half-way is cut
+// back off, so that the next line starts where this one would have; if
+// that fails too, the file is closed, to be opened again, its last line
+// ended, by the next write.
+func (w *Writer) append(line []byte) error {
+	if w.f == nil {
+		if err := w.reopen(); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(line)
+	if err == nil {
+		w.size += int64(n)
+		return nil
+	}
+	if n > 0 {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			w.f.Close()
+			w.f = nil
+		}
+	}
+	return err
+}
+
+// reopen opens the file again after a rotation or a failed write: a new
+// file starts with a checkpoint of the chain so far; a last line left
+// without its newline is ended.
+func (w *Writer) reopen() error {
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w.f, w.size, w.fileEvents = f, st.Size(), 0
+	if w.size == 0 {
+		if err := w.startFile(); err != nil {
+			w.f.Close()
+			w.f = nil
+			return err
+		}
+		return nil
+	}
+	// Not new: it holds events, or a rotation could not rename it.
+	w.fileEvents = 1
+	var lastByte [1]byte
+	if _, err := f.ReadAt(lastByte[:], w.size-1); err != nil {
+		return err
+	}
+	if lastByte[0] != '\n' {
+		if _, err := f.Write([]byte("\n")); err != nil {
+			w.f.Close()
+			w.f = nil
+			return err
+		}
+		w.size++
+	}
+	return nil
+}
+
+// startFile writes the checkpoint that a new file of a chain already
+// started begins with.
+func (w *Writer) startFile() error {
+	if w.seq == 0 {
+		return nil
+	}
+	return w.checkpoint()
 }
 
 // checkpoint writes a signed checkpoint of the chain as it stands.
@@ -210,7 +410,7 @@ func (w *Writer) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.f.Write(line); err != nil {
+	if err := w.append(line); err != nil {
 		return fmt.Errorf("write audit checkpoint: %w", err)
 	}
 	w.signed = w.seq
@@ -218,18 +418,25 @@ func (w *Writer) checkpoint() error {
 }
 
 // Close writes a checkpoint of the events that the last one does not
-// cover, flushes the file to disk and closes it; later writes fail.
+// cover, flushes the file to disk and closes it; later writes fail. Then
+// it waits for the compression and pruning of rotated files under way,
+// and returns their errors too.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
+	if w.closed {
 		return nil
 	}
 	var errs []error
 	if w.seq > 0 && w.signed != w.seq {
 		errs = append(errs, w.checkpoint())
 	}
-	errs = append(errs, w.f.Sync(), w.f.Close())
-	w.f = nil
+	if w.f != nil {
+		errs = append(errs, w.f.Sync(), w.f.Close())
+	}
+	w.f, w.closed = nil, true
+	if w.mill != nil {
+		errs = append(errs, w.mill.stop())
+	}
 	return errors.Join(errs...)
 }

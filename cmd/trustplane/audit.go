@@ -40,10 +40,14 @@ func newAuditVerifyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [FILE|DIR...]",
 		Short: "Check the audit log's hash chain and signed checkpoints",
-		Long: `Read the audit log files (a directory stands for its audit.log; without
-arguments, the data directory's) as one log and check that every event
-chains to the one before by its hash, and that every checkpoint is signed
-by the audit key and states the chain as it is at that point.
+		Long: `Read the audit log files (a directory stands for its rotated files, oldest
+first, gzipped or not, then audit.log; without arguments, the data
+directory's) as one log and check that every event chains to the one
+before by its hash, across files, and that every checkpoint is signed by
+the audit key and states the chain as it is at that point. When the
+oldest files were removed by rotation, the log starts at the signed
+checkpoint the first file left begins with, and the report says from
+which event.
 
 The first event that was edited, deleted, inserted, reordered or cut off,
 or a checkpoint that was forged, is reported as FILE:LINE. Events after
@@ -75,7 +79,13 @@ it cannot be read or the key is bad.`,
 				fmt.Fprintln(out, v.Finding)
 				return &exitError{code: exitFailed, err: errors.New("the audit log was changed")}
 			}
-			fmt.Fprintf(out, "OK: %d events, %d checkpoints", v.Events, v.Checkpoints)
+			if v.First > 1 {
+				// The oldest files were rotated away; the first left
+				// starts with a signed checkpoint.
+				fmt.Fprintf(out, "OK: events %d to %d, %d checkpoints", v.First, v.Events, v.Checkpoints)
+			} else {
+				fmt.Fprintf(out, "OK: %d events, %d checkpoints", v.Events, v.Checkpoints)
+			}
 			if v.Checkpoints > 0 {
 				fmt.Fprintf(out, ", the last at %s", v.LastCheckpoint)
 			}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,13 +41,7 @@ func auditDataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	l := datadir.Layout{Dir: dir}
-	if _, err := audit.EnsureSigningKey(l.PKI()); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := audit.LoadSigner(l.PKI())
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer := auditKey(t, l)
 	w, err := audit.OpenWriter(l.AuditLog(), signer, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +79,19 @@ func auditDataDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// auditKey creates the data directory's audit key and loads it.
+func auditKey(t *testing.T, l datadir.Layout) note.Signer {
+	t.Helper()
+	if _, err := audit.EnsureSigningKey(l.PKI()); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := audit.LoadSigner(l.PKI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer
 }
 
 func TestAuditVerify(t *testing.T) {
@@ -149,5 +158,52 @@ func TestAuditQuery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// verify reads a rotated log as one chain; with the oldest files pruned it
+// says where the log starts, and a file removed from the middle is found.
+func TestAuditVerifyAcrossRotations(t *testing.T) {
+	dir := t.TempDir()
+	l := datadir.Layout{Dir: dir}
+	signer := auditKey(t, l)
+	w, err := audit.OpenRotatingWriter(l.AuditLog(), signer, 5, audit.Rotation{MaxSize: 1500, MaxBackups: 4, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		ev := &auditv1.Event{
+			TypeMeta:  metav1.TypeMeta{Kind: "Event", APIVersion: "audit.k8s.io/v1"},
+			Level:     auditv1.LevelMetadata,
+			AuditID:   types.UID(fmt.Sprint("id-", i)),
+			Stage:     auditv1.StageResponseComplete,
+			Verb:      "get",
+			User:      authenticationv1.UserInfo{Username: "alice"},
+			ObjectRef: &auditv1.ObjectReference{Resource: "secrets", Namespace: "default", Name: "db"},
+		}
+		if err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := auditRun(t, "verify", "--dir", dir)
+	if code != 0 || !regexp.MustCompile(`OK: events \d+ to 40,`).MatchString(stdout) {
+		t.Fatalf("rotated log, the oldest files pruned: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	files, err := audit.LogFiles([]string{filepath.Dir(l.AuditLog())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 5 {
+		t.Fatalf("files %v, want 4 rotated and audit.log", files)
+	}
+	if err := os.Remove(files[2]); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = auditRun(t, "verify", "--dir", dir)
+	if code != 1 || !strings.Contains(stdout, files[3]+":1: deleted") {
+		t.Errorf("a rotated file removed: exit %d, want 1 and a deletion at %s:1\nstdout:\n%s\nstderr:\n%s", code, files[3], stdout, stderr)
 	}
 }

@@ -220,6 +220,17 @@ func followLog(ctx context.Context, path string, f *auditQueryFlags, fn func([]b
 				if err != nil {
 					return err
 				}
+				// What was written to the old file since the last read,
+				// its closing checkpoint at least, comes first.
+				rest, err := io.ReadAll(file)
+				if err != nil {
+					return err
+				}
+				if pending = append(pending, rest...); bytes.HasSuffix(pending, []byte("\n")) {
+					if err := audit.QueryReader(bytes.NewReader(pending), &f.filter, fn); err != nil {
+						return err
+					}
+				}
 				file.Close()
 				file, pending = next, nil
 			}

@@ -1,0 +1,124 @@
+package apiserver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
+)
+
+func TestAuditLogOptionsRefuseBadValues(t *testing.T) {
+	if err := DefaultAuditLogOptions().validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	err := AuditLogOptions{MaxAge: -1, MaxBackup: -1, MaxSize: 0}.validate()
+	for _, want := range []string{"--audit-log-maxage -1", "--audit-log-maxbackup -1", "--audit-log-maxsize 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one naming %s", err, want)
+		}
+	}
+	r := DefaultAuditLogOptions().rotation()
+	if r.MaxSize != 100<<20 || r.MaxBackups != 10 || r.MaxAge.Hours() != 30*24 || !r.Compress {
+		t.Errorf("the defaults rotate as %+v, want 100 MiB, 10 files, 30 days, compressed", r)
+	}
+}
+
+// auditSigner is the test cluster's audit key, and its verifier.
+func auditSigner(t testing.TB, e *etcdtest.Etcd) (note.Signer, note.Verifiers) {
+	t.Helper()
+	if _, err := audit.EnsureSigningKey(e.PKI.Dir); err != nil {
+		t.Fatal(err)
+	}
+	s, err := audit.LoadSigner(e.PKI.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := audit.LoadVerifier(filepath.Join(e.PKI.Dir, audit.VerifierKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, note.VerifierList(v)
+}
+
+// The server's requests, through a log that rotates every few events,
+// verify as one chain across the compressed files.
+func TestServerAuditLogRotates(t *testing.T) {
+	e := etcdtest.Start(t)
+	signer, verifiers := auditSigner(t, e)
+	dir := filepath.Join(t.TempDir(), "audit")
+	w, err := audit.OpenRotatingWriter(filepath.Join(dir, "audit.log"), signer, 0, audit.Rotation{MaxSize: 8 << 10, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerOn(t, e, func(c *Config) { c.AuditSink = w })
+	cs := ts.clientset(t, admin)
+	for i := range 60 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"k": strings.Repeat("v", 100)}}
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(testContext(t), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := audit.LogFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 {
+		t.Fatalf("files %v, want the log rotated three times or more", files)
+	}
+	for _, f := range files[:len(files)-1] {
+		if !strings.HasSuffix(f, ".gz") {
+			t.Errorf("rotated file %s is not compressed", f)
+		}
+	}
+	v, err := audit.Verify(files, verifiers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Finding != nil || v.Events < 60 || v.Signed != v.Events {
+		t.Errorf("got %v, %d events, %d signed; want no finding, 60 events or more, all signed", v.Finding, v.Events, v.Signed)
+	}
+}
+
+// An audit log that cannot be written refuses every request: the real
+// writer on /dev/full, where every write fails as on a full disk.
+func TestUnwritableAuditLogRefusesRequests(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	e := etcdtest.Start(t)
+	signer, _ := auditSigner(t, e)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := audit.OpenWriter(path, signer, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	ts := startServerOn(t, e, func(c *Config) { c.AuditSink = w })
+	cs := ts.clientset(t, admin)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unaudited"}}
+	_, err = cs.CoreV1().ConfigMaps("default").Create(testContext(t), cm, metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) {
+		t.Fatalf("create with the audit log on a full disk: %v, want an internal error", err)
+	}
+	if strings.Contains(err.Error(), "no space") {
+		t.Errorf("error %q leaks the internal cause", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().List(testContext(t), metav1.ListOptions{}); !apierrors.IsInternalError(err) {
+		t.Errorf("list with the audit log on a full disk: %v, want an internal error", err)
+	}
+}
