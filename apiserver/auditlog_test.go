@@ -2,8 +2,11 @@ package apiserver
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
@@ -121,4 +126,67 @@ func TestUnwritableAuditLogRefusesRequests(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().List(testContext(t), metav1.ListOptions{}); !apierrors.IsInternalError(err) {
 		t.Errorf("list with the audit log on a full disk: %v, want an internal error", err)
 	}
+	// Read from the registry: /metrics, audited, is refused too.
+	for name, want := range map[string]float64{
+		"apiserver_audit_error_total":             2,
+		"apiserver_audit_requests_rejected_total": 2,
+	} {
+		if got := counter(t, ts.server.metrics, name); got < want {
+			t.Errorf("%s = %v, want %v or more", name, got, want)
+		}
+	}
+}
+
+// The audit counters, under kube-apiserver's names, on /metrics, which
+// RBAC lets the admin read and no one else.
+func TestAuditMetrics(t *testing.T) {
+	ts := startServer(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "counted"}}
+	if _, err := ts.clientset(t, admin).CoreV1().ConfigMaps("default").Create(testContext(t), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ts.httpClient(t, admin).Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics as admin: %d %s", resp.StatusCode, body)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^apiserver_audit_event_total [1-9]`),
+		regexp.MustCompile(`(?m)^apiserver_audit_error_total\{plugin="log"\} 0$`),
+		regexp.MustCompile(`(?m)^apiserver_audit_requests_rejected_total 0$`),
+	} {
+		if !want.Match(body) {
+			t.Errorf("/metrics does not match %s:\n%s", want, body)
+		}
+	}
+	resp, err = ts.httpClient(t, &identity{user: "alice"}).Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /metrics as alice: %d, want 403", resp.StatusCode)
+	}
+}
+
+// counter is the sum of a counter's series in reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

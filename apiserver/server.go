@@ -22,6 +22,9 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn"
@@ -32,6 +35,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/registry"
 	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/apiserver/storage"
+
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/rbac"
@@ -188,6 +192,7 @@ type Server struct {
 	authz          authorizer.Authorizer
 	rbac           *rbac.Authorizer
 	auditor        *filters.Auditor
+	metrics        *prometheus.Registry // served at /metrics
 	limits         *filters.Limits
 	respond        *responses.Writer
 	tlsConfig      *tls.Config
@@ -307,8 +312,14 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	metrics := prometheus.NewRegistry()
+	auditMetrics, err := audit.NewMetrics(metrics)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		logger:         c.Logger,
+		metrics:        metrics,
 		scheme:         scheme,
 		codecs:         codecs,
 		registry:       reg,
@@ -322,7 +333,7 @@ func New(c Config) (*Server, error) {
 		reader:         reader,
 		authz:          authz,
 		rbac:           rbacAuthz,
-		auditor:        filters.NewAuditor(c.AuditPolicy, c.AuditSink, c.Logger),
+		auditor:        filters.NewAuditor(c.AuditPolicy, c.AuditSink, auditMetrics, c.Logger),
 		limits:         filters.NewLimits(c.MaxRequestBodyBytes, c.RequestTimeout, c.MaxRequestsInFlight),
 		etcd:           c.Etcd,
 		caches:         caches,
@@ -462,6 +473,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/livez", "/healthz", "/readyz":
 		s.health(w, r)
+		return
+	case "/metrics":
+		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	}
 	if s.serveOpenAPI(w, r) {

@@ -28,14 +28,26 @@ type AuditSink interface {
 // Auditor writes one event per request: ResponseComplete, or
 // ResponseStarted for a watch.
 type Auditor struct {
-	policy *audit.Policy
-	sink   AuditSink
-	logger *slog.Logger
+	policy  *audit.Policy
+	sink    AuditSink
+	metrics *audit.Metrics
+	logger  *slog.Logger
 }
 
-// NewAuditor returns the Auditor of policy, writing to sink.
-func NewAuditor(policy *audit.Policy, sink AuditSink, logger *slog.Logger) *Auditor {
-	return &Auditor{policy: policy, sink: sink, logger: logger}
+// NewAuditor returns the Auditor of policy, writing to sink, the log
+// backend, and counting in metrics.
+func NewAuditor(policy *audit.Policy, sink AuditSink, metrics *audit.Metrics, logger *slog.Logger) *Auditor {
+	return &Auditor{policy: policy, sink: sink, metrics: metrics, logger: logger}
+}
+
+// write sends ev to the sink, counting it, and its failure.
+func (a *Auditor) write(ev *auditv1.Event) error {
+	a.metrics.Event()
+	err := a.sink.Write(ev)
+	if err != nil {
+		a.metrics.Error(audit.LogPlugin)
+	}
+	return err
 }
 
 // WithAudit records the request in the audit log once it is complete. The
@@ -85,7 +97,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 	next.ServeHTTP(buf, r.WithContext(audit.WithRecord(ctx, rec)))
 
 	ev := a.event(r, attrs, rec, received, buf)
-	if err := a.sink.Write(ev); err != nil {
+	if err := a.write(ev); err != nil {
 		a.refuse(w, r, ev, err)
 		return
 	}
@@ -96,6 +108,7 @@ func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 // written: nothing the handler set goes out, not even the Audit-Id, which
 // names no event.
 func (a *Auditor) refuse(w http.ResponseWriter, r *http.Request, ev *auditv1.Event, err error) {
+	a.metrics.Rejected()
 	a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
 	clear(w.Header())
 	st := apierrors.NewInternalError(errAuditUnavailable).Status()
@@ -116,7 +129,7 @@ func (a *Auditor) auditPanic(w http.ResponseWriter, r *http.Request, attrs autho
 		clear(w.Header())
 		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: http.StatusInternalServerError})
 		ev.Stage = auditv1.StagePanic
-		if err := a.sink.Write(ev); err != nil {
+		if err := a.write(ev); err != nil {
 			a.logger.ErrorContext(r.Context(), "audit write failed", "audit_id", ev.AuditID, "err", err)
 		} else {
 			w.Header().Set(AuditIDHeader, string(ev.AuditID))
@@ -142,7 +155,7 @@ func (a *Auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next ht
 	sw := &streamingResponse{ResponseWriter: w, start: func(code int) bool {
 		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
 		ev.Stage = auditv1.StageResponseStarted
-		if err := a.sink.Write(ev); err != nil {
+		if err := a.write(ev); err != nil {
 			a.refuse(w, r, ev, err)
 			return false
 		}

@@ -12,6 +12,8 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -22,8 +24,12 @@ func newAuditor(t *testing.T, sink AuditSink) (*Auditor, *bytes.Buffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	metrics, err := audit.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	logger, log := newLogger()
-	return NewAuditor(policy, sink, logger), log
+	return NewAuditor(policy, sink, metrics, logger), log
 }
 
 // orderRecorder is a ResponseRecorder that notes how many events the sink
