@@ -15,7 +15,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-func testKeys(t *testing.T, name string) (note.Signer, note.Verifiers) {
+func testKeys(t testing.TB, name string) (note.Signer, note.Verifiers) {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
 	if err != nil {

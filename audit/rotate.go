@@ -117,7 +117,7 @@ func backupFiles(path string) ([]backup, error) {
 // name is never reused, even within a millisecond or when the clock goes
 // back. On an error the file stays where it is, and is written on.
 func (w *Writer) rotate() error {
-	if w.signed != w.seq {
+	if w.durable.signed != w.durable.seq {
 		if err := w.checkpoint(); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,8 +242,8 @@ func TestWriterFailsOnAFullDisk(t *testing.T) {
 	if err := w.Write(testEvent(1)); err == nil {
 		t.Fatal("a write to a full disk succeeded")
 	}
-	if w.seq != 0 {
-		t.Errorf("the chain counts %d events, want 0", w.seq)
+	if w.head.seq != 0 || w.durable.seq != 0 {
+		t.Errorf("the chain counts %d events, %d written; want 0", w.head.seq, w.durable.seq)
 	}
 	w.Close()
 }
@@ -261,4 +262,40 @@ func fileLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.SplitAfter(string(data), "\n")[:bytes.Count(data, []byte("\n"))]
+}
+
+// Writes from many goroutines at once, committed in groups and rotated,
+// make one chain.
+func TestConcurrentWritesChainAcrossRotations(t *testing.T) {
+	signer, verifiers := testKeys(t, KeyName)
+	dir := t.TempDir()
+	w, err := OpenRotatingWriter(filepath.Join(dir, "audit.log"), signer, 7, Rotation{MaxSize: 4000, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				if err := w.Write(testEvent(g*100 + i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := LogFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verifyFiles(t, files, verifiers)
+	if v.Finding != nil || v.Events != 400 || v.Signed != 400 || len(files) < 3 {
+		t.Errorf("got %v, %d events, %d signed, %d files; want no finding, 400, 400, 3 files or more", v.Finding, v.Events, v.Signed, len(files))
+	}
 }
