@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
 	"github.com/trustplane/trustplane/policies"
 )
@@ -231,4 +233,82 @@ func withShippedPolicies(t testing.TB) serverOption {
 		c.AdmissionPolicies, c.AdmissionData = set, data
 		c.AdmissionReplicate = []schema.GroupResource{{Resource: "namespaces"}, {Resource: "serviceaccounts"}}
 	}
+}
+
+// BenchmarkSecretCreateAudit measures what the audit log costs Secret
+// creates: two API servers over one etcd, one auditing as shipped
+// (Secrets at Metadata, each event hashed into the chain and written to
+// its log) and one whose policy records nothing. They take turns, eight
+// phases of b.N/2 creates (off, on, on, off, off, on, on, off), so that a
+// drift of the rate as etcd grows, or a burst of other load on the
+// machine, weighs on both alike. It reports both rates, their ratio, and
+// the process's CPU per create both ways, which other load changes less.
+// Audit off exists only here: a server has no flag for it.
+//
+//	go test ./apiserver -run '^$' -bench SecretCreateAudit -benchtime 2000x
+func BenchmarkSecretCreateAudit(b *testing.B) {
+	e := etcdtest.Start(b)
+	servers := map[bool]*testServer{false: startServerOn(b, e, withAuditOff(b)), true: startServerOn(b, e)}
+	clients := map[bool]*kubernetes.Clientset{}
+	for on, ts := range servers {
+		cfg := ts.restConfig(b, admin)
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[on] = cs
+	}
+	payload := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz", 40))
+	ctx := context.Background()
+	n := max(b.N/2, 1)
+	var elapsed, cpu [2]time.Duration // [0] audit off, [1] on
+	b.ResetTimer()
+	for i, on := range []bool{false, true, true, false, false, true, true, false} {
+		before := processCPUTime(b)
+		elapsed[b2i(on)] += runConcurrently(b, n, func(j int) error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d-%d-%d", i, b.N, j)}, Data: map[string][]byte{"value": payload}}
+			_, err := clients[on].CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{})
+			return err
+		})
+		cpu[b2i(on)] += processCPUTime(b) - before
+	}
+	b.StopTimer()
+	creates := float64(4 * n)
+	offRate, onRate := creates/elapsed[0].Seconds(), creates/elapsed[1].Seconds()
+	b.ReportMetric(offRate, "creates/s-audit-off")
+	b.ReportMetric(onRate, "creates/s-audit-on")
+	b.ReportMetric(onRate/offRate, "ratio")
+	offCPU, onCPU := float64(cpu[0].Microseconds())/creates, float64(cpu[1].Microseconds())/creates
+	b.ReportMetric(offCPU, "cpu-µs/create-audit-off")
+	b.ReportMetric(onCPU, "cpu-µs/create-audit-on")
+	b.ReportMetric(offCPU/onCPU, "cpu-ratio")
+
+	// What was measured: every create of the server that audits is in its
+	// log, chained; the other's log is empty.
+	_, verifiers := auditSigner(b, e)
+	v, err := audit.Verify([]string{servers[true].auditLog}, verifiers)
+	if err != nil || v.Finding != nil || v.Events < int64(4*n) {
+		b.Fatalf("the audited server's log: %v, %v, %d events; want no finding, %d events or more", err, v.Finding, v.Events, 4*n)
+	}
+	if st, err := os.Stat(servers[false].auditLog); err != nil || st.Size() != 0 {
+		b.Fatalf("the server without audit wrote its log: %v %v", st, err)
+	}
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// withAuditOff gives the server a policy that records nothing.
+func withAuditOff(t testing.TB) serverOption {
+	t.Helper()
+	none, err := audit.ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *Config) { c.AuditPolicy = none }
 }
