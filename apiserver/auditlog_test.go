@@ -1,37 +1,47 @@
 package apiserver
 
 import (
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
+	"github.com/trustplane/trustplane/pki"
 )
 
-func TestAuditLogOptionsRefuseBadValues(t *testing.T) {
-	if err := DefaultAuditLogOptions().validate(); err != nil {
+func TestAuditOptionsRefuseBadValues(t *testing.T) {
+	if err := DefaultAuditOptions().validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
-	err := AuditLogOptions{MaxAge: -1, MaxBackup: -1, MaxSize: 0}.validate()
-	for _, want := range []string{"--audit-log-maxage -1", "--audit-log-maxbackup -1", "--audit-log-maxsize 0"} {
+	err := AuditOptions{MaxAge: -1, MaxBackup: -1, MaxSize: 0, Webhook: audit.WebhookConfig{KubeconfigFile: "hook.conf"}}.validate()
+	for _, want := range []string{"--audit-log-maxage -1", "--audit-log-maxbackup -1", "--audit-log-maxsize 0", "audit webhook buffer size 0", "audit webhook batch wait 0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want one naming %s", err, want)
 		}
 	}
-	r := DefaultAuditLogOptions().rotation()
+	r := DefaultAuditOptions().rotation()
 	if r.MaxSize != 100<<20 || r.MaxBackups != 10 || r.MaxAge.Hours() != 30*24 || !r.Compress {
 		t.Errorf("the defaults rotate as %+v, want 100 MiB, 10 files, 30 days, compressed", r)
 	}
@@ -189,4 +199,117 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// With a webhook that stops answering, its buffer fills and requests are
+// refused, counted under the webhook's plugin label; once it answers, the
+// events buffered reach it, over mutual TLS.
+func TestAuditWebhookFullBufferRefusesRequests(t *testing.T) {
+	e := etcdtest.Start(t)
+	signer, _ := auditSigner(t, e)
+	ca := e.PKI.ClusterCA
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	received := 0
+	hook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-gate
+		var list auditv1.EventList
+		if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		received += len(list.Items)
+		mu.Unlock()
+	}))
+	serverCert, serverKey, err := ca.Issue(pki.Request{CommonName: "webhook", Hosts: []string{"127.0.0.1"}, Profile: pki.Server, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(serverCert, serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
+	hook.StartTLS()
+	t.Cleanup(hook.Close)
+	clientCert, clientKey, err := ca.Issue(pki.Request{CommonName: "apiserver", Profile: pki.Client, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["webhook"] = &clientcmdapi.Cluster{Server: hook.URL, CertificateAuthorityData: ca.CertPEM}
+	kc.AuthInfos["apiserver"] = &clientcmdapi.AuthInfo{ClientCertificateData: clientCert, ClientKeyData: clientKey}
+	kc.Contexts["webhook"] = &clientcmdapi.Context{Cluster: "webhook", AuthInfo: "apiserver"}
+	kc.CurrentContext = "webhook"
+	kubeconfig := filepath.Join(t.TempDir(), "webhook.conf")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	o := DefaultAuditOptions()
+	o.Webhook.KubeconfigFile = kubeconfig
+	o.Webhook.BufferSize, o.Webhook.MaxBatchSize = 2, 1
+	o.Webhook.InitialBackoff, o.Webhook.MaxBackoff = time.Millisecond, 10*time.Millisecond
+	sink, closeAudit, err := o.open(filepath.Join(t.TempDir(), "audit.log"), signer, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := closeAudit(); err != nil {
+			t.Error(err)
+		}
+	})
+	ts := startServerOn(t, e, func(c *Config) { c.AuditSink = sink })
+	cs := ts.clientset(t, admin)
+	refused := false
+	for i := range 10 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}
+		_, err := cs.CoreV1().ConfigMaps("default").Create(testContext(t), cm, metav1.CreateOptions{})
+		if apierrors.IsInternalError(err) {
+			refused = true
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !refused {
+		t.Fatal("10 creates with the webhook's buffer of 2 stuck: none refused")
+	}
+	if got := webhookErrors(t, ts.server.metrics); got < 1 {
+		t.Errorf(`apiserver_audit_error_total{plugin="webhook"} = %v, want 1 or more`, got)
+	}
+	close(gate)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := received
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook received nothing once it answered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func webhookErrors(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if f.GetName() == "apiserver_audit_error_total" && l.GetName() == "plugin" && l.GetValue() == audit.WebhookPlugin {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

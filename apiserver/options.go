@@ -51,8 +51,9 @@ type Options struct {
 	ServiceClusterIPRange string
 	// ServiceNodePortRange is the range of node ports, "30000-32767".
 	ServiceNodePortRange string
-	// AuditLog is how the audit log rotates (see auditlog.go).
-	AuditLog AuditLogOptions
+	// Audit is how the audit log rotates, and the webhook backend (see
+	// auditoptions.go).
+	Audit AuditOptions
 }
 
 // Defaults of the Service ranges, as kubeadm's and kube-apiserver's.
@@ -82,7 +83,7 @@ func NewOptions() *Options {
 		AdmissionPolicyTimeout: opa.DefaultTimeout,
 		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
 		ServiceNodePortRange:   DefaultServiceNodePortRange,
-		AuditLog:               DefaultAuditLogOptions(),
+		Audit:                  DefaultAuditOptions(),
 	}
 }
 
@@ -118,7 +119,7 @@ func (o *Options) Validate() error {
 	if _, err := allocator.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
-	errs = append(errs, o.AuditLog.validate())
+	errs = append(errs, o.Audit.validate())
 	return errors.Join(errs...)
 }
 
@@ -186,7 +187,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		etcdClient.Close()
 		return nil, nil, err
 	}
-	auditLog, err := audit.OpenRotatingWriter(l.AuditLog(), auditSigner, audit.DefaultCheckpointEvery, o.AuditLog.rotation())
+	auditSink, closeAudit, err := o.Audit.open(l.AuditLog(), auditSigner, logger)
 	if err != nil {
 		etcdClient.Close()
 		return nil, nil, err
@@ -202,7 +203,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		Etcd:                etcdClient,
 		Transformers:        transformers,
 		AuditPolicy:         policy,
-		AuditSink:           auditLog,
+		AuditSink:           auditSink,
 		AdmissionPolicies:   policies,
 		AdmissionData:       data,
 		AdmissionReplicate:  replicate,
@@ -222,7 +223,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		Logger:              logger,
 	}
-	closeAll := func() error { return errors.Join(etcdClient.Close(), auditLog.Close()) }
+	closeAll := func() error { return errors.Join(etcdClient.Close(), closeAudit()) }
 	return c, closeAll, nil
 }
 

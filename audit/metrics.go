@@ -14,10 +14,6 @@ type Metrics struct {
 	rejected prometheus.Counter
 }
 
-// LogPlugin is the plugin label of the log backend's errors,
-// kube-apiserver's.
-const LogPlugin = "log"
-
 // NewMetrics registers the audit counters with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
@@ -50,8 +46,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // Event counts an event sent to a backend.
 func (m *Metrics) Event() { m.events.Inc() }
 
-// Error counts an event that plugin failed to store.
-func (m *Metrics) Error(plugin string) { m.errors.WithLabelValues(plugin).Inc() }
+// Error counts an event that a backend failed to store: the one a
+// PluginError names, the log otherwise.
+func (m *Metrics) Error(err error) {
+	plugin := LogPlugin
+	if pe, ok := errors.AsType[*PluginError](err); ok {
+		plugin = pe.Plugin
+	}
+	m.errors.WithLabelValues(plugin).Inc()
+}
 
 // Rejected counts a request refused because its event was not stored.
 func (m *Metrics) Rejected() { m.rejected.Inc() }

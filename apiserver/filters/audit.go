@@ -45,7 +45,7 @@ func (a *Auditor) write(ev *auditv1.Event) error {
 	a.metrics.Event()
 	err := a.sink.Write(ev)
 	if err != nil {
-		a.metrics.Error(audit.LogPlugin)
+		a.metrics.Error(err)
 	}
 	return err
 }

@@ -125,7 +125,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		},
 	}
 	f.addTo(cmd.Flags())
-	addAuditLogFlags(cmd.Flags(), &f.apiserver.AuditLog)
+	addAuditLogFlags(cmd.Flags(), &f.apiserver.Audit)
 	e.addTo(cmd.Flags())
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
