@@ -207,3 +207,28 @@ func TestAuditVerifyAcrossRotations(t *testing.T) {
 		t.Errorf("a rotated file removed: exit %d, want 1 and a deletion at %s:1\nstdout:\n%s\nstderr:\n%s", code, files[3], stdout, stderr)
 	}
 }
+
+// up and apiserver take kube-apiserver's audit flags, and refuse bad
+// values, each named, before they start anything.
+func TestAuditFlagsRefused(t *testing.T) {
+	for _, command := range []string{"apiserver", "up"} {
+		t.Run(command, func(t *testing.T) {
+			cmd := newRootCommand()
+			var out, errOut bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&errOut)
+			dir := filepath.Join(t.TempDir(), "data")
+			cmd.SetArgs([]string{command, "--dir", dir, "--audit-log-maxsize", "0", "--audit-log-maxbackup", "-1", "--audit-log-maxage", "-2",
+				"--audit-log-compress=false", "--audit-webhook-config-file", "hook.conf", "--audit-webhook-batch-buffer-size", "0"})
+			err := cmd.ExecuteContext(t.Context())
+			for _, want := range []string{"--audit-log-maxsize 0", "--audit-log-maxbackup -1", "--audit-log-maxage -2", "audit webhook buffer size 0"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v, want one naming %s", err, want)
+				}
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("%s created its data directory before refusing: %v", command, err)
+			}
+		})
+	}
+}
