@@ -45,6 +45,7 @@ func filters() []filter {
 		{name: "NodeAffinity", filter: nodeAffinity},
 		{name: "NodePorts", filter: nodePorts},
 		{name: "NodeResourcesFit", filter: nodeResourcesFit},
+		{name: "PodTopologySpread", prepare: prepareTopologySpread, filter: topologySpread},
 		{name: "InterPodAffinity", prepare: prepareInterPodAffinity, filter: interPodAffinity},
 	}
 }
@@ -63,6 +64,11 @@ type podCycle struct {
 	// nsLabels are the labels of a namespace, for namespace selectors.
 	nsLabels func(namespace string) labels.Set
 	interPod *affinityState
+	// spread is nil when the pod has no DoNotSchedule constraint.
+	spread *spreadState
+	// feasible are the nodes the pod fits on, which the scores rank.
+	feasible    []*nodeInfo
+	spreadScore *spreadScoreState
 }
 
 func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.Set) *podCycle {
@@ -96,13 +102,19 @@ func nodeName(c *podCycle, n *nodeInfo) []string {
 // taintToleration refuses a node with a NoSchedule or NoExecute taint the
 // pod does not tolerate; PreferNoSchedule only scores.
 func taintToleration(c *podCycle, n *nodeInfo) []string {
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.node.Spec.Taints, c.pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, false)
+	taint, untolerated := untoleratedTaint(c.pod, n.node)
 	if !untolerated {
 		return nil
 	}
 	return []string{fmt.Sprintf(reasonUntoleratedTaint, taint.Key, taint.Value)}
+}
+
+// untoleratedTaint is the first NoSchedule or NoExecute taint of node
+// that pod does not tolerate.
+func untoleratedTaint(pod *corev1.Pod, node *corev1.Node) (corev1.Taint, bool) {
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
 }
 
 // nodeAffinity is the pod's nodeSelector and its required node affinity.

@@ -54,6 +54,7 @@ func (p *Profile) runFilters(c *podCycle, n *nodeInfo) []string {
 
 // score is each feasible node's weighted sum of the normalized scores.
 func (p *Profile) score(c *podCycle, feasible []*nodeInfo) []int64 {
+	c.feasible = feasible
 	total := make([]int64, len(feasible))
 	raw := make([]int64, len(feasible))
 	for _, s := range p.scorers {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,9 +235,24 @@ func (s *scheduler) podAdded(obj any) {
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.addPod(pod)
+		s.queue.moveWhere(waitsForPods)
 	case s.responsible(pod):
 		s.queue.add(pod)
 	}
+}
+
+// waitsForPods: a pod that a pod assigned to a node may let fit, through
+// its required pod affinity or its topology spread constraints (which a
+// pod in the least crowded domain relaxes); nothing else a pod's arrival
+// changes makes room.
+func waitsForPods(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(pod.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+		return c.WhenUnsatisfiable == corev1.DoNotSchedule
+	})
 }
 
 func (s *scheduler) podUpdated(oldObj, obj any) {
@@ -247,10 +263,11 @@ func (s *scheduler) podUpdated(oldObj, obj any) {
 	}
 	switch {
 	case pod.Spec.NodeName != "":
+		s.cache.addPod(pod)
 		if old.Spec.NodeName == "" {
 			s.queue.remove(pod.UID) // bound
+			s.queue.moveWhere(waitsForPods)
 		}
-		s.cache.addPod(pod)
 	case s.responsible(pod):
 		s.queue.update(pod)
 	default:

@@ -31,6 +31,7 @@ func scorers() []scorer {
 		{name: "TaintToleration", weight: 3, score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
 		{name: "NodeAffinity", weight: 2, prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
 		{name: "NodeResourcesFit", weight: 1, score: leastAllocatedScore},
+		{name: "PodTopologySpread", weight: 2, prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
 		{name: "NodeResourcesBalancedAllocation", weight: 1, prepare: requestsSomething, score: balancedAllocationScore},
 		{name: "ImageLocality", weight: 1, prepare: countImageNodes, score: imageLocalityScore},
 	}

@@ -1,0 +1,289 @@
+package scheduler
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// Reasons of PodTopologySpread, kube's words.
+const (
+	reasonSpread             = "node(s) didn't match pod topology spread constraints"
+	reasonSpreadMissingLabel = reasonSpread + " (missing required label)"
+)
+
+// spreadConstraint is a topology spread constraint of the pod being
+// scheduled, compiled, with the API's defaults filled in.
+type spreadConstraint struct {
+	maxSkew     int
+	topologyKey string
+	// selector is the constraint's labelSelector and the pod's own
+	// values of its matchLabelKeys.
+	selector labels.Selector
+	// minDomains: with fewer eligible domains, the global minimum is 0.
+	minDomains int
+	// honorAffinity, honorTaints: a node that the pod's node affinity
+	// (or selector) refuses, or whose taints it does not tolerate, is
+	// not an eligible domain (nodeAffinityPolicy, by default Honor;
+	// nodeTaintsPolicy, by default Ignore).
+	honorAffinity, honorTaints bool
+}
+
+// spreadConstraints are the pod's constraints with action. A selector
+// that does not parse (validation refuses those) selects nothing.
+func spreadConstraints(pod *corev1.Pod, action corev1.UnsatisfiableConstraintAction) []spreadConstraint {
+	var out []spreadConstraint
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable != action {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		// kube-apiserver 1.34 merges matchLabelKeys into the selector
+		// when a pod is created; ours does not, so the scheduler does, as
+		// kube's did before. Merged twice, a requirement is only repeated.
+		for _, key := range tsc.MatchLabelKeys {
+			v, ok := pod.Labels[key]
+			if !ok {
+				continue
+			}
+			if req, err := labels.NewRequirement(key, selection.Equals, []string{v}); err == nil {
+				sel = sel.Add(*req)
+			}
+		}
+		c := spreadConstraint{
+			maxSkew:       int(tsc.MaxSkew),
+			topologyKey:   tsc.TopologyKey,
+			selector:      sel,
+			minDomains:    1,
+			honorAffinity: tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+			honorTaints:   tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+		}
+		if tsc.MinDomains != nil {
+			c.minDomains = int(*tsc.MinDomains)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// hasTopologyKeys: the node has a value for every constraint's key.
+func hasTopologyKeys(node *corev1.Node, constraints []spreadConstraint) bool {
+	for _, sc := range constraints {
+		if _, ok := node.Labels[sc.topologyKey]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// eligible: the node's domain counts for the constraint, by its node
+// inclusion policies.
+func (sc spreadConstraint) eligible(c *podCycle, node *corev1.Node) bool {
+	if sc.honorAffinity {
+		if ok, err := c.requiredAffinity.Match(node); !ok || err != nil {
+			return false
+		}
+	}
+	if sc.honorTaints {
+		if _, untolerated := untoleratedTaint(c.pod, node); untolerated {
+			return false
+		}
+	}
+	return true
+}
+
+// countMatching counts the pods that the selector selects in namespace
+// ns, those being deleted aside (kubernetes/kubernetes#87621).
+func countMatching(pods []*podInfo, sel labels.Selector, ns string) int {
+	n := 0
+	for _, p := range pods {
+		if p.pod.DeletionTimestamp == nil && p.pod.Namespace == ns && sel.Matches(labels.Set(p.pod.Labels)) {
+			n++
+		}
+	}
+	return n
+}
+
+// spreadState is what PodTopologySpread's filter compares a node
+// against: for each DoNotSchedule constraint, the matching pods of each
+// eligible domain, and the global minimum the skew is measured from.
+type spreadState struct {
+	constraints []spreadConstraint
+	counts      []map[string]int
+	minMatch    []int
+}
+
+func prepareTopologySpread(c *podCycle) {
+	constraints := spreadConstraints(c.pod, corev1.DoNotSchedule)
+	if len(constraints) == 0 {
+		c.spread = nil
+		return
+	}
+	s := &spreadState{constraints: constraints, counts: make([]map[string]int, len(constraints)), minMatch: make([]int, len(constraints))}
+	for i := range constraints {
+		s.counts[i] = map[string]int{}
+	}
+	for _, n := range c.nodes {
+		if !hasTopologyKeys(n.node, constraints) {
+			continue
+		}
+		for i, sc := range constraints {
+			if sc.eligible(c, n.node) {
+				s.counts[i][n.node.Labels[sc.topologyKey]] += countMatching(n.pods, sc.selector, c.pod.Namespace)
+			}
+		}
+	}
+	for i, sc := range constraints {
+		// With too few domains, as if the missing ones had none.
+		if len(s.counts[i]) < sc.minDomains {
+			continue
+		}
+		lowest := math.MaxInt
+		for _, n := range s.counts[i] {
+			lowest = min(lowest, n)
+		}
+		s.minMatch[i] = lowest
+	}
+	c.spread = s
+}
+
+// topologySpread refuses a node without every topology key, or where the
+// pod would make its domain's matching pods exceed the global minimum by
+// more than maxSkew.
+func topologySpread(c *podCycle, n *nodeInfo) []string {
+	s := c.spread
+	if s == nil {
+		return nil
+	}
+	for i, sc := range s.constraints {
+		v, ok := n.node.Labels[sc.topologyKey]
+		if !ok {
+			return []string{reasonSpreadMissingLabel}
+		}
+		self := 0
+		if sc.selector.Matches(labels.Set(c.pod.Labels)) {
+			self = 1
+		}
+		if s.counts[i][v]+self-s.minMatch[i] > sc.maxSkew {
+			return []string{reasonSpread}
+		}
+	}
+	return nil
+}
+
+// spreadScoreState is what PodTopologySpread's score reads: the
+// ScheduleAnyway constraints; for those not by host, the matching pods of
+// each domain that a feasible node is in; the weight of each, larger for
+// a topology of more domains; and the feasible nodes left unscored for
+// lacking a topology key.
+type spreadScoreState struct {
+	constraints []spreadConstraint
+	counts      []map[string]int
+	weights     []float64
+	ignored     map[string]bool
+}
+
+// prepareTopologySpreadScore counts for the ScheduleAnyway constraints;
+// false, the score says nothing, when the pod has none.
+//
+// kube also spreads a pod without constraints of its own by its
+// Services' and controllers' selectors (system default constraints);
+// trustplane's scheduler may not read those objects, and does not.
+func prepareTopologySpreadScore(c *podCycle) bool {
+	constraints := spreadConstraints(c.pod, corev1.ScheduleAnyway)
+	if len(constraints) == 0 {
+		return false
+	}
+	s := &spreadScoreState{constraints: constraints, counts: make([]map[string]int, len(constraints)), weights: make([]float64, len(constraints)), ignored: map[string]bool{}}
+	for i := range constraints {
+		s.counts[i] = map[string]int{}
+	}
+	for _, n := range c.feasible {
+		if !hasTopologyKeys(n.node, constraints) {
+			s.ignored[n.name] = true
+			continue
+		}
+		for i, sc := range constraints {
+			if sc.topologyKey != corev1.LabelHostname {
+				s.counts[i][n.node.Labels[sc.topologyKey]] = 0
+			}
+		}
+	}
+	for i, sc := range constraints {
+		domains := len(s.counts[i])
+		if sc.topologyKey == corev1.LabelHostname {
+			domains = len(c.feasible) - len(s.ignored)
+		}
+		s.weights[i] = math.Log(float64(domains + 2))
+	}
+	// Pods count on every node, feasible or not, in the domains of the
+	// feasible ones; pods by host are counted on the node scored.
+	for _, n := range c.nodes {
+		if !hasTopologyKeys(n.node, constraints) {
+			continue
+		}
+		for i, sc := range constraints {
+			v := n.node.Labels[sc.topologyKey]
+			if _, ok := s.counts[i][v]; !ok || sc.topologyKey == corev1.LabelHostname || !sc.eligible(c, n.node) {
+				continue
+			}
+			s.counts[i][v] += countMatching(n.pods, sc.selector, c.pod.Namespace)
+		}
+	}
+	c.spreadScore = s
+	return true
+}
+
+// unscored marks a node that a score leaves out before normalizing.
+const unscored = -1
+
+// topologySpreadScore is, over the constraints, the matching pods of the
+// node's domain, weighted, plus maxSkew-1 so that a larger skew allowed
+// blurs the differences; fewer is better.
+func topologySpreadScore(c *podCycle, n *nodeInfo) int64 {
+	s := c.spreadScore
+	if s.ignored[n.name] {
+		return unscored
+	}
+	var score float64
+	for i, sc := range s.constraints {
+		v, ok := n.node.Labels[sc.topologyKey]
+		if !ok {
+			continue
+		}
+		count := s.counts[i][v]
+		if sc.topologyKey == corev1.LabelHostname {
+			count = countMatching(n.pods, sc.selector, c.pod.Namespace)
+		}
+		score += float64(count)*s.weights[i] + float64(sc.maxSkew-1)
+	}
+	return int64(math.Round(score))
+}
+
+// normalizeTopologySpread turns the counts around: the fewest get
+// maxNodeScore, others less in proportion; unscored nodes get 0.
+func normalizeTopologySpread(scores []int64) {
+	lowest, highest := int64(math.MaxInt64), int64(0)
+	for _, s := range scores {
+		if s == unscored {
+			continue
+		}
+		lowest, highest = min(lowest, s), max(highest, s)
+	}
+	for i, s := range scores {
+		switch {
+		case s == unscored:
+			scores[i] = 0
+		case highest == 0:
+			scores[i] = maxNodeScore
+		default:
+			scores[i] = maxNodeScore * (highest + lowest - s) / highest
+		}
+	}
+}
