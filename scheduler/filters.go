@@ -69,6 +69,8 @@ type podCycle struct {
 	// feasible are the nodes the pod fits on, which the scores rank.
 	feasible    []*nodeInfo
 	spreadScore *spreadScoreState
+	// affinityScores are InterPodAffinity's, by domain.
+	affinityScores domainScores
 }
 
 func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.Set) *podCycle {

@@ -332,6 +332,12 @@ func TestInterPodAffinity(t *testing.T) {
 			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(key)}}}
 		}
 	}
+	revision := func(r string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels["rev"] = r } }
+	antiByRevision := func(p *corev1.Pod) {
+		t := term("zone")
+		t.MatchLabelKeys = []string{"rev"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{t}}}
+	}
 	nodes := []*corev1.Node{node("a", "4", "8Gi", 110, zone("1")), node("b", "4", "8Gi", 110, zone("1")), node("c", "4", "8Gi", 110, zone("2"))}
 	for _, tc := range []struct {
 		name    string
@@ -355,6 +361,12 @@ func TestInterPodAffinity(t *testing.T) {
 		{name: "affinity, no db anywhere", pod: pod("web", "", "", with("zone")),
 			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."},
 		{name: "first of its group", pod: pod("db-0", "", "", app("db"), with("zone")), want: []string{"a", "b", "c"}},
+		{name: "matchLabelKeys: twins apart by zone within a revision only",
+			pods: []*corev1.Pod{pod("db-0", "", "", app("db"), revision("1"), antiByRevision, onNode("a"))},
+			pod:  pod("db-1", "", "", app("db"), revision("2"), antiByRevision), want: []string{"a", "b", "c"}},
+		{name: "matchLabelKeys: the same revision",
+			pods: []*corev1.Pod{pod("db-0", "", "", app("db"), revision("1"), antiByRevision, onNode("a"))},
+			pod:  pod("db-1", "", "", app("db"), revision("1"), antiByRevision), want: []string{"c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestScheduler(nodes, tc.pods...)

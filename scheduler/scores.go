@@ -27,11 +27,14 @@ type scorer struct {
 
 // scorers are kube's default profile's, with its default weights.
 func scorers() []scorer {
+	interPod := interPodAffinityScorer(interPodAffinityArgs{hardPodAffinityWeight: 1})
+	interPod.weight = 2
 	return []scorer{
 		{name: "TaintToleration", weight: 3, score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
 		{name: "NodeAffinity", weight: 2, prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
 		{name: "NodeResourcesFit", weight: 1, score: leastAllocatedScore},
 		{name: "PodTopologySpread", weight: 2, prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
+		interPod,
 		{name: "NodeResourcesBalancedAllocation", weight: 1, prepare: requestsSomething, score: balancedAllocationScore},
 		{name: "ImageLocality", weight: 1, prepare: countImageNodes, score: imageLocalityScore},
 	}

@@ -47,15 +47,7 @@ func spreadConstraints(pod *corev1.Pod, action corev1.UnsatisfiableConstraintAct
 		// kube-apiserver 1.34 merges matchLabelKeys into the selector
 		// when a pod is created; ours does not, so the scheduler does, as
 		// kube's did before. Merged twice, a requirement is only repeated.
-		for _, key := range tsc.MatchLabelKeys {
-			v, ok := pod.Labels[key]
-			if !ok {
-				continue
-			}
-			if req, err := labels.NewRequirement(key, selection.Equals, []string{v}); err == nil {
-				sel = sel.Add(*req)
-			}
-		}
+		sel = withPodLabels(sel, pod.Labels, tsc.MatchLabelKeys, selection.In)
 		c := spreadConstraint{
 			maxSkew:       int(tsc.MaxSkew),
 			topologyKey:   tsc.TopologyKey,
