@@ -222,9 +222,11 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	}
 }
 
-// responsible: the pod is this scheduler's to place.
+// responsible: the pod is this scheduler's to place, now: not being
+// deleted, and not held back by a scheduling gate (kube's SchedulingGates
+// plugin); it joins the queue when its last gate is removed.
 func (s *scheduler) responsible(pod *corev1.Pod) bool {
-	return pod.Spec.SchedulerName == s.profile.SchedulerName && pod.DeletionTimestamp == nil
+	return pod.Spec.SchedulerName == s.profile.SchedulerName && pod.DeletionTimestamp == nil && len(pod.Spec.SchedulingGates) == 0
 }
 
 func (s *scheduler) podAdded(obj any) {

@@ -385,3 +385,20 @@ func TestInterPodAffinity(t *testing.T) {
 		})
 	}
 }
+
+// A pod with a scheduling gate waits outside the queue until its last
+// gate is removed.
+func TestSchedulingGates(t *testing.T) {
+	s := newTestScheduler(nil)
+	gated := pod("p", "", "", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}} })
+	s.podAdded(gated)
+	if len(s.queue.all) != 0 {
+		t.Fatalf("a gated pod is queued")
+	}
+	open := gated.DeepCopy()
+	open.Spec.SchedulingGates = nil
+	s.podUpdated(gated, open)
+	if len(s.queue.active) != 1 {
+		t.Errorf("%d pods active once the gate is removed, want 1", len(s.queue.active))
+	}
+}
