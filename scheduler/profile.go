@@ -1,5 +1,7 @@
 package scheduler
 
+import "k8s.io/apimachinery/pkg/util/sets"
+
 // Profile is how pods of one scheduler name are placed: which filters
 // and scores run, with what weights.
 type Profile struct {
@@ -16,7 +18,20 @@ type Profile struct {
 // DefaultProfile is kube-scheduler's default profile, for the plugins
 // trustplane has.
 func DefaultProfile() *Profile {
-	return &Profile{SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers()}
+	return &Profile{SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), interPodAffinityArgs{hardPodAffinityWeight: 1})}
+}
+
+// newProfile is the default profile with only the filters named, and
+// the scores weighted (those not named do not run).
+func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args interPodAffinityArgs) *Profile {
+	p := &Profile{SchedulerName: DefaultSchedulerName}
+	for _, f := range filters() {
+		if enabledFilters.Has(f.name) {
+			p.filters = append(p.filters, f)
+		}
+	}
+	p.scorers = scorers(weights, args)
+	return p
 }
 
 // kube never looks for fewer feasible nodes than this, nor for fewer than

@@ -59,6 +59,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader
 	// election's, kube-scheduler's defaults when zero.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// InitialBackoff and MaxBackoff bound how long a pod waits between
+	// attempts, kube-scheduler's defaults (1s, 10s) when zero.
+	InitialBackoff, MaxBackoff time.Duration
 }
 
 // NewIdentity is an identity for Options.Identity: the host name and a
@@ -179,6 +182,8 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 		queue:    newSchedulingQueue(),
 		rand:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
+	s.queue.initialBackoff = cmp.Or(o.InitialBackoff, s.queue.initialBackoff)
+	s.queue.maxBackoff = cmp.Or(o.MaxBackoff, s.queue.maxBackoff)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	// Pods that have finished hold nothing on their node.
 	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {

@@ -25,19 +25,34 @@ type scorer struct {
 	normalize func(scores []int64)
 }
 
-// scorers are kube's default profile's, with its default weights.
-func scorers() []scorer {
-	interPod := interPodAffinityScorer(interPodAffinityArgs{hardPodAffinityWeight: 1})
-	interPod.weight = 2
-	return []scorer{
-		{name: "TaintToleration", weight: 3, score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
-		{name: "NodeAffinity", weight: 2, prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
-		{name: "NodeResourcesFit", weight: 1, score: leastAllocatedScore},
-		{name: "PodTopologySpread", weight: 2, prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
-		interPod,
-		{name: "NodeResourcesBalancedAllocation", weight: 1, prepare: requestsSomething, score: balancedAllocationScore},
-		{name: "ImageLocality", weight: 1, prepare: countImageNodes, score: imageLocalityScore},
+// defaultWeights are kube's default profile's score weights.
+func defaultWeights() map[string]int64 {
+	return map[string]int64{
+		"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
+		"InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
 	}
+}
+
+// scorers are kube's default profile's, in its order, with the weights
+// given; those without a weight do not run.
+func scorers(weights map[string]int64, args interPodAffinityArgs) []scorer {
+	all := []scorer{
+		{name: "TaintToleration", score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
+		{name: "NodeAffinity", prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
+		{name: "NodeResourcesFit", score: leastAllocatedScore},
+		{name: "PodTopologySpread", prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
+		interPodAffinityScorer(args),
+		{name: "NodeResourcesBalancedAllocation", prepare: requestsSomething, score: balancedAllocationScore},
+		{name: "ImageLocality", prepare: countImageNodes, score: imageLocalityScore},
+	}
+	var out []scorer
+	for _, s := range all {
+		if w := weights[s.name]; w > 0 {
+			s.weight = w
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // normalizeScores scales scores to 0..maxNodeScore, the highest raw score
