@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
@@ -278,7 +280,29 @@ func TestSchedulerLeaderElection(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	time.Sleep(time.Second) // pods created while the first leader leads
+	// boundAfter waits until a pod created after the first n is bound:
+	// the scheduler leading now is binding what is created now.
+	boundAfter := func(what string, n int) {
+		waitFor(t, what, func(ctx context.Context) error {
+			pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				var i int
+				if _, err := fmt.Sscanf(p.Name, "p-%d", &i); err == nil && i >= n && p.Spec.NodeName != "" {
+					return nil
+				}
+			}
+			return fmt.Errorf("no pod after the first %d bound", n)
+		})
+	}
+	createdSoFar := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(created)
+	}
+	boundAfter("pods bound by the first leader", 0)
 	before, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +334,10 @@ func TestSchedulerLeaderElection(t *testing.T) {
 	if acquired, renewed := after.Spec.AcquireTime, before.Spec.RenewTime; acquired == nil || renewed == nil || !acquired.After(renewed.Time) {
 		t.Errorf("the new leader acquired the lease at %v, before the killed one's renewal at %v", acquired, renewed)
 	}
-	time.Sleep(time.Second) // pods created under the new leader
+	if b, a := ptr.Deref(before.Spec.LeaseTransitions, 0), ptr.Deref(after.Spec.LeaseTransitions, 0); a != b+1 {
+		t.Errorf("lease transitions %d, then %d: want one handover", b, a)
+	}
+	boundAfter("pods created under the new leader bound", createdSoFar())
 	close(stop)
 	wg.Wait()
 
@@ -334,13 +361,20 @@ func TestSchedulerLeaderElection(t *testing.T) {
 	if err := schedulers[next].Stop(); err != nil {
 		t.Error(err)
 	}
+	// A binding refused as a conflict would be two schedulers racing for
+	// one pod: the second finds it bound by the first.
 	bindings := map[string]int{}
 	binders := map[string]bool{}
 	for _, ev := range readAudit(t, c.AuditLog()) {
-		if ev.Verb == "create" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource == "binding" &&
-			ev.ResponseStatus != nil && ev.ResponseStatus.Code == 201 {
+		if ev.Verb != "create" || ev.ObjectRef == nil || ev.ObjectRef.Resource != "pods" || ev.ObjectRef.Subresource != "binding" || ev.Stage != auditv1.StageResponseComplete || ev.ResponseStatus == nil {
+			continue
+		}
+		switch code := ev.ResponseStatus.Code; code {
+		case 201:
 			bindings[ev.ObjectRef.Name]++
 			binders[ev.User.Username] = true
+		case 409:
+			t.Errorf("binding of %s refused as a conflict: %s", ev.ObjectRef.Name, ev.ResponseStatus.Message)
 		}
 	}
 	mu.Lock()
