@@ -78,7 +78,10 @@ func TestScheduler(t *testing.T) {
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod("big", "2", pool), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu."
+	// kube's words (1.37): the taint is not named, and DynamicResources
+	// and DefaultPreemption add their part.
+	want := "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. " +
+		"no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	waitFor(t, "FailedScheduling of a pod that fits nowhere", func(ctx context.Context) error {
 		events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -151,11 +151,14 @@ type pluginPoints struct {
 	// always: trustplane always runs it, and has no other in its place
 	// (queue sort, binding, scheduling gates).
 	always bool
+	// postFilter: trustplane says its part of the message of a pod that
+	// fits nowhere (preemption, dynamic resources), though it neither
+	// preempts nor allocates claims.
+	postFilter bool
 }
 
 // knownPlugins are kube's in-tree plugins. Those that trustplane does not
-// run (volumes, preemption, dynamic resources) may be disabled, which
-// changes nothing, but not enabled.
+// run (volumes) may be disabled, which changes nothing, but not enabled.
 func knownPlugins() map[string]pluginPoints {
 	return map[string]pluginPoints{
 		"PrioritySort":                    {always: true},
@@ -175,8 +178,8 @@ func knownPlugins() map[string]pluginPoints {
 		"NodeVolumeLimits":                {},
 		"VolumeBinding":                   {},
 		"VolumeZone":                      {},
-		"DefaultPreemption":               {},
-		"DynamicResources":                {},
+		"DefaultPreemption":               {postFilter: true},
+		"DynamicResources":                {postFilter: true},
 	}
 }
 
@@ -189,7 +192,7 @@ func defaultMultiPoint() []configv1.Plugin {
 		{Name: "TaintToleration", Weight: w(3)}, {Name: "NodeAffinity", Weight: w(2)}, {Name: "NodePorts"},
 		{Name: "NodeResourcesFit", Weight: w(1)}, {Name: "VolumeRestrictions"}, {Name: "NodeVolumeLimits"},
 		{Name: "VolumeBinding"}, {Name: "VolumeZone"}, {Name: "PodTopologySpread", Weight: w(2)},
-		{Name: "InterPodAffinity", Weight: w(2)}, {Name: "DefaultPreemption"},
+		{Name: "InterPodAffinity", Weight: w(2)}, {Name: "DynamicResources"}, {Name: "DefaultPreemption"},
 		{Name: "NodeResourcesBalancedAllocation", Weight: w(1)}, {Name: "ImageLocality", Weight: w(1)},
 		{Name: "DefaultBinder"},
 	}
@@ -257,7 +260,7 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 		set  configv1.PluginSet
 		has  func(pluginPoints) bool
 	}{
-		{"multiPoint", plugins.MultiPoint, func(pp pluginPoints) bool { return pp.filter || pp.score || pp.always }},
+		{"multiPoint", plugins.MultiPoint, func(pp pluginPoints) bool { return pp.filter || pp.score || pp.always || pp.postFilter }},
 		{"filter", plugins.Filter, func(pp pluginPoints) bool { return pp.filter }},
 		{"score", plugins.Score, func(pp pluginPoints) bool { return pp.score }},
 	} {
@@ -340,7 +343,13 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return newProfile(enabledFilters, weights, args), nil
+	postFilters := sets.New[string]()
+	for _, pl := range multi {
+		if known[pl.Name].postFilter {
+			postFilters.Insert(pl.Name)
+		}
+	}
+	return newProfile(enabledFilters, weights, args, postFilters), nil
 }
 
 func interPodAffinityArgsFrom(raw []byte) (interPodAffinityArgs, error) {

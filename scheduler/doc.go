@@ -8,7 +8,9 @@
 // (cache.go) before it is bound through pods/binding, so that the next
 // pod's decision already counts it: two pods never overbook a node while
 // a binding is in flight. A pod that fits nowhere gets a FailedScheduling
-// event with kube's message, its PodScheduled condition set to False, and
+// event with kube's message (postfilter.go: what kube's preemption would
+// find, though trustplane does not preempt), its PodScheduled condition
+// set to False, and
 // waits until an event that may make it fit (a node added or changed, a
 // pod removed) moves it back, with a backoff between attempts (queue.go).
 //

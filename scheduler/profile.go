@@ -1,6 +1,10 @@
 package scheduler
 
-import "k8s.io/apimachinery/pkg/util/sets"
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
 
 // Profile is how pods of one scheduler name are placed: which filters
 // and scores run, with what weights.
@@ -13,18 +17,25 @@ type Profile struct {
 	PercentageOfNodesToScore int
 	filters                  []filter
 	scorers                  []scorer
+	// dynamicResources and preemption: kube's DynamicResources and
+	// DefaultPreemption are in the profile, and say their part of the
+	// message of a pod that fits nowhere (postfilter.go).
+	dynamicResources, preemption bool
 }
 
 // DefaultProfile is kube-scheduler's default profile, for the plugins
 // trustplane has.
 func DefaultProfile() *Profile {
-	return &Profile{SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), interPodAffinityArgs{hardPodAffinityWeight: 1})}
+	return &Profile{
+		SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), interPodAffinityArgs{hardPodAffinityWeight: 1}),
+		dynamicResources: true, preemption: true,
+	}
 }
 
 // newProfile is the default profile with only the filters named, and
 // the scores weighted (those not named do not run).
-func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args interPodAffinityArgs) *Profile {
-	p := &Profile{SchedulerName: DefaultSchedulerName}
+func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args interPodAffinityArgs, postFilters sets.Set[string]) *Profile {
+	p := &Profile{SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption")}
 	for _, f := range filters() {
 		if enabledFilters.Has(f.name) {
 			p.filters = append(p.filters, f)
@@ -56,15 +67,30 @@ func (p *Profile) feasibleNodesToFind(n int) int {
 	return max(n*pct/100, minFeasibleNodesToFind)
 }
 
-// runFilters returns why the node does not fit the pod: the reasons of
-// the first filter that refuses it; none when it fits.
-func (p *Profile) runFilters(c *podCycle, n *nodeInfo) []string {
+// prepareFilters runs the filters' preparations for the cycle.
+func (p *Profile) prepareFilters(c *podCycle) {
 	for _, f := range p.filters {
-		if why := f.filter(c, n); len(why) > 0 {
-			return why
+		if f.prepare != nil {
+			f.prepare(c)
 		}
 	}
-	return nil
+}
+
+// runFilters returns why the node does not fit the pod: the reasons of
+// the first filter that refuses it, none when it fits; and whether
+// evicting pods from the node could not lift the refusal.
+func (p *Profile) runFilters(c *podCycle, n *nodeInfo) (why []string, unresolvable bool) {
+	for _, f := range p.filters {
+		if why := f.filter(c, n); len(why) > 0 {
+			return why, f.unresolvable != nil && f.unresolvable(c, n, why)
+		}
+	}
+	return nil, false
+}
+
+// hasFilter: the profile runs the filter named.
+func (p *Profile) hasFilter(name string) bool {
+	return slices.ContainsFunc(p.filters, func(f filter) bool { return f.name == name })
 }
 
 // score is each feasible node's weighted sum of the normalized scores.

@@ -364,29 +364,41 @@ func (s *scheduler) schedulePod(pod *corev1.Pod, nodes []*nodeInfo) (string, err
 		return "", &fitError{}
 	}
 	c := newPodCycle(newPodInfo(pod), nodes, s.namespaceLabels)
-	for _, f := range s.profile.filters {
-		if f.prepare != nil {
-			f.prepare(c)
+	s.profile.prepareFilters(c)
+	d := &diagnosis{numNodes: len(nodes)}
+	// A pod that names its nodes is filtered against those only, as
+	// kube's NodeAffinity PreFilter has it.
+	candidates, start := nodes, s.nextStart
+	if c.nodeNames != nil && s.profile.hasFilter("NodeAffinity") {
+		if c.nodeNames.Len() == 0 {
+			d.preFilterMsg = reasonNodeNamesConflict
+			return "", s.profile.fitError(c, d)
 		}
-	}
-	want := s.profile.feasibleNodesToFind(len(nodes))
-	feasible := make([]*nodeInfo, 0, want)
-	reasons := map[string]int{}
-	processed := 0
-	for ; processed < len(nodes) && len(feasible) < want; processed++ {
-		n := nodes[(s.nextStart+processed)%len(nodes)]
-		if why := s.profile.runFilters(c, n); len(why) > 0 {
-			for _, r := range why {
-				reasons[r]++
+		candidates, start = nil, 0
+		for _, n := range nodes {
+			if c.nodeNames.Has(n.name) {
+				candidates = append(candidates, n)
 			}
+		}
+		d.preFiltered = len(nodes) - len(candidates)
+	}
+	want := s.profile.feasibleNodesToFind(len(candidates))
+	feasible := make([]*nodeInfo, 0, want)
+	processed := 0
+	for ; processed < len(candidates) && len(feasible) < want; processed++ {
+		n := candidates[(start+processed)%len(candidates)]
+		if why, unresolvable := s.profile.runFilters(c, n); len(why) > 0 {
+			d.failed = append(d.failed, nodeFailure{n: n, why: why, unresolvable: unresolvable})
 			continue
 		}
 		feasible = append(feasible, n)
 	}
-	s.nextStart = (s.nextStart + processed) % len(nodes)
+	if len(candidates) == len(nodes) {
+		s.nextStart = (s.nextStart + processed) % len(nodes)
+	}
 	switch len(feasible) {
 	case 0:
-		return "", &fitError{numNodes: len(nodes), reasons: reasons}
+		return "", s.profile.fitError(c, d)
 	case 1:
 		return feasible[0].name, nil
 	}

@@ -60,15 +60,11 @@ func podsOn(node string, n int, mods ...func(*corev1.Pod)) []*corev1.Pod {
 func filterReasons(s *scheduler, p *corev1.Pod) map[string]string {
 	nodes := s.cache.snapshot()
 	c := newPodCycle(newPodInfo(p), nodes, s.namespaceLabels)
-	for _, f := range s.profile.filters {
-		if f.prepare != nil {
-			f.prepare(c)
-		}
-	}
+	s.profile.prepareFilters(c)
 	out := map[string]string{}
 	for _, n := range nodes {
 		out[n.name] = ""
-		if why := s.profile.runFilters(c, n); len(why) > 0 {
+		if why, _ := s.profile.runFilters(c, n); len(why) > 0 {
 			out[n.name] = why[0]
 		}
 	}
@@ -252,14 +248,14 @@ func TestTopologySpreadFilter(t *testing.T) {
 			nodes: []*corev1.Node{node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110), node("c", "4", "8Gi", 110, tainted)},
 			pods:  [][]*corev1.Pod{podsOn("a", 1, foo), podsOn("b", 1, foo)},
 			pod:   pod("p", "", "", foo, hostSpread(1)),
-			want:  map[string]string{"a": skewed, "b": skewed, "c": "node(s) had untolerated taint {dedicated: infra}"},
+			want:  map[string]string{"a": skewed, "b": skewed, "c": reasonUntoleratedTaint},
 		},
 		{
 			name:  "nodeTaintsPolicy Honor: a node whose taint the pod does not tolerate is not",
 			nodes: []*corev1.Node{node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110), node("c", "4", "8Gi", 110, tainted)},
 			pods:  [][]*corev1.Pod{podsOn("a", 1, foo), podsOn("b", 1, foo)},
 			pod:   pod("p", "", "", foo, hostSpread(1, taintsPolicy(honor))),
-			want:  map[string]string{"a": fits, "b": fits, "c": "node(s) had untolerated taint {dedicated: infra}"},
+			want:  map[string]string{"a": fits, "b": fits, "c": reasonUntoleratedTaint},
 		},
 		{
 			name:  "matchLabelKeys: only the pods of the incoming pod's revision count",
