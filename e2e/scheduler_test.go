@@ -62,7 +62,8 @@ func schedPod(name, cpu string, selector map[string]string) *corev1.Pod {
 
 // A pod that fits nowhere stays Pending with kube's FailedScheduling
 // event and PodScheduled condition, and is bound as soon as a node it
-// fits appears. Pods created at once never overbook a node.
+// fits appears. Pods created at once never overbook a node, and keep to
+// their anti-affinity and their topology spread constraints.
 func TestScheduler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -214,6 +215,47 @@ func TestScheduler(t *testing.T) {
 		slices.Sort(on)
 		if !slices.Equal(on, []string{"twin-a", "twin-b"}) || pending != 1 {
 			return fmt.Errorf("twins on %q, %d refused for anti-affinity", on, pending)
+		}
+		return nil
+	})
+
+	// Six pods spread over two zones (maxSkew 1, DoNotSchedule), created
+	// at once: the pods assumed but not yet bound count, three a zone,
+	// though one zone has two nodes and the other one.
+	spread := map[string]string{"pool": "spread"}
+	schedNode(t, admin, "spread-a1", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "a"})
+	schedNode(t, admin, "spread-a2", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "a"})
+	schedNode(t, admin, "spread-b1", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "b"})
+	for i := range 6 {
+		wg.Go(func() {
+			p := schedPod(fmt.Sprintf("spread-%d", i), "", spread)
+			p.Labels = map[string]string{"app": "spread"}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+			}}
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "three spread pods a zone", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=spread"})
+		if err != nil {
+			return err
+		}
+		zones := map[string]int{}
+		for _, p := range pods.Items {
+			switch {
+			case p.Spec.NodeName == "spread-b1":
+				zones["b"]++
+			case strings.HasPrefix(p.Spec.NodeName, "spread-a"):
+				zones["a"]++
+			}
+		}
+		if zones["a"] != 3 || zones["b"] != 3 {
+			return fmt.Errorf("pods by zone %v, want 3 and 3", zones)
 		}
 		return nil
 	})
