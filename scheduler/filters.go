@@ -90,6 +90,9 @@ type podCycle struct {
 	// admits by name (matchFields metadata.name In, in every term); nil
 	// when it names none, empty when its terms conflict.
 	nodeNames sets.Set[string]
+	// spreadSelector, if set, is the pods a pod without spread
+	// constraints is spread among by default (spreadSelectors).
+	spreadSelector func(*corev1.Pod) labels.Selector
 	// affinityScores are InterPodAffinity's, by domain.
 	affinityScores domainScores
 }

@@ -88,6 +88,11 @@ func (p *Profile) runFilters(c *podCycle, n *nodeInfo) (why []string, unresolvab
 	return nil, false
 }
 
+// scores: the profile runs the score named.
+func (p *Profile) scores(name string) bool {
+	return slices.ContainsFunc(p.scorers, func(s scorer) bool { return s.name == name })
+}
+
 // hasFilter: the profile runs the filter named.
 func (p *Profile) hasFilter(name string) bool {
 	return slices.ContainsFunc(p.filters, func(f filter) bool { return f.name == name })

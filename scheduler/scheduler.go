@@ -149,6 +149,9 @@ type scheduler struct {
 	// namespaces lists namespaces, for the namespace selectors of pod
 	// affinity terms.
 	namespaces corelisters.NamespaceLister
+	// spreadSelector is spreadSelectors.selector, when the profile
+	// scores PodTopologySpread.
+	spreadSelector func(*corev1.Pod) labels.Selector
 }
 
 // namespaceLabels are the labels of a namespace; none if it is unknown.
@@ -194,6 +197,16 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	namespaces := factory.Core().V1().Namespaces()
 	nsInformer := namespaces.Informer() // before Start, which starts only those asked for
 	s.namespaces = namespaces.Lister()
+	synced := []toolscache.InformerSynced{pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced}
+	if s.profile.scores("PodTopologySpread") {
+		// Pods without spread constraints are spread among those that
+		// share a Service or a controller with them, as kube's are.
+		core, apps := factory.Core().V1(), factory.Apps().V1()
+		synced = append(synced, core.Services().Informer().HasSynced, apps.ReplicaSets().Informer().HasSynced, apps.StatefulSets().Informer().HasSynced)
+		s.spreadSelector = spreadSelectors{
+			services: core.Services().Lister(), replicaSets: apps.ReplicaSets().Lister(), statefulSets: apps.StatefulSets().Lister(),
+		}.selector
+	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    s.podAdded,
 		UpdateFunc: s.podUpdated,
@@ -212,7 +225,7 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	podFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer podFactory.Shutdown()
-	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	var wg sync.WaitGroup
@@ -364,6 +377,7 @@ func (s *scheduler) schedulePod(pod *corev1.Pod, nodes []*nodeInfo) (string, err
 		return "", &fitError{}
 	}
 	c := newPodCycle(newPodInfo(pod), nodes, s.namespaceLabels)
+	c.spreadSelector = s.spreadSelector
 	s.profile.prepareFilters(c)
 	d := &diagnosis{numNodes: len(nodes)}
 	// A pod that names its nodes is filtered against those only, as

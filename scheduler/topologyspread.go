@@ -3,10 +3,14 @@ package scheduler
 import (
 	"math"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
 // Reasons of PodTopologySpread, kube's words.
@@ -181,14 +185,84 @@ type spreadScoreState struct {
 	ignored     map[string]bool
 }
 
-// prepareTopologySpreadScore counts for the ScheduleAnyway constraints;
-// false, the score says nothing, when the pod has none.
-//
-// kube also spreads a pod without constraints of its own by its
-// Services' and controllers' selectors (system default constraints);
-// trustplane's scheduler may not read those objects, and does not.
+// systemDefaultConstraints are how kube spreads a pod without
+// constraints of its own (PodTopologySpread's System defaulting): among
+// the pods sel selects, by host with maxSkew 3 and by zone with maxSkew
+// 5, ScheduleAnyway.
+func systemDefaultConstraints(sel labels.Selector) []spreadConstraint {
+	return []spreadConstraint{
+		{maxSkew: 3, topologyKey: corev1.LabelHostname, selector: sel, minDomains: 1, honorAffinity: true},
+		{maxSkew: 5, topologyKey: corev1.LabelTopologyZone, selector: sel, minDomains: 1, honorAffinity: true},
+	}
+}
+
+// spreadSelectors find the pods that a pod is spread among by default:
+// those its Services select, and those of its controller (a ReplicaSet
+// or StatefulSet), as kube's DefaultSelector. (kube's counts a
+// ReplicationController too; trustplane serves none.)
+type spreadSelectors struct {
+	services     corelisters.ServiceLister
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
+}
+
+// selector is the pods that pod is spread among by default; empty for
+// none. Services select the pod with all their labels, so that merging
+// theirs and the controller's cannot conflict.
+func (l spreadSelectors) selector(pod *corev1.Pod) labels.Selector {
+	set := labels.Set{}
+	if services, err := l.services.Services(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, svc := range services {
+			// A Service without a selector selects nothing.
+			if svc.Spec.Selector != nil && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+				set = labels.Merge(set, svc.Spec.Selector)
+			}
+		}
+	}
+	sel := set.AsSelector()
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil {
+		return sel
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	if err != nil {
+		return sel
+	}
+	var of *metav1.LabelSelector
+	switch gv.WithKind(owner.Kind) {
+	case appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):
+		if rs, err := l.replicaSets.ReplicaSets(pod.Namespace).Get(owner.Name); err == nil {
+			of = rs.Spec.Selector
+		}
+	case appsv1.SchemeGroupVersion.WithKind("StatefulSet"):
+		if ss, err := l.statefulSets.StatefulSets(pod.Namespace).Get(owner.Name); err == nil {
+			of = ss.Spec.Selector
+		}
+	}
+	if of != nil {
+		if other, err := metav1.LabelSelectorAsSelector(of); err == nil {
+			if reqs, ok := other.Requirements(); ok {
+				sel = sel.Add(reqs...)
+			}
+		}
+	}
+	return sel
+}
+
+// prepareTopologySpreadScore counts for the ScheduleAnyway constraints,
+// or, for a pod without constraints of its own, kube's default ones;
+// false, the score says nothing, when there are none.
 func prepareTopologySpreadScore(c *podCycle) bool {
 	constraints := spreadConstraints(c.pod, corev1.ScheduleAnyway)
+	// A node without a topology key is not scored, unless the
+	// constraints are the defaults: then a node without a zone is still
+	// spread by host.
+	requireAll := true
+	if len(c.pod.Spec.TopologySpreadConstraints) == 0 && c.spreadSelector != nil {
+		if sel := c.spreadSelector(c.pod); !sel.Empty() {
+			constraints, requireAll = systemDefaultConstraints(sel), false
+		}
+	}
 	if len(constraints) == 0 {
 		return false
 	}
@@ -197,7 +271,7 @@ func prepareTopologySpreadScore(c *podCycle) bool {
 		s.counts[i] = map[string]int{}
 	}
 	for _, n := range c.feasible {
-		if !hasTopologyKeys(n.node, constraints) {
+		if requireAll && !hasTopologyKeys(n.node, constraints) {
 			s.ignored[n.name] = true
 			continue
 		}
@@ -217,10 +291,11 @@ func prepareTopologySpreadScore(c *podCycle) bool {
 	// Pods count on every node, feasible or not, in the domains of the
 	// feasible ones; pods by host are counted on the node scored.
 	for _, n := range c.nodes {
-		if !hasTopologyKeys(n.node, constraints) {
+		if requireAll && !hasTopologyKeys(n.node, constraints) {
 			continue
 		}
 		for i, sc := range constraints {
+			// Without the key, the domain "", as kube counts it.
 			v := n.node.Labels[sc.topologyKey]
 			if _, ok := s.counts[i][v]; !ok || sc.topologyKey == corev1.LabelHostname || !sc.eligible(c, n.node) {
 				continue

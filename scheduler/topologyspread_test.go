@@ -6,8 +6,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 func labelled(kv ...string) func(*corev1.Pod) {
@@ -77,6 +84,7 @@ func runScorer(t *testing.T, s *scheduler, name string, p *corev1.Pod, feasible 
 	t.Helper()
 	nodes := s.cache.snapshot()
 	c := newPodCycle(newPodInfo(p), nodes, s.namespaceLabels)
+	c.spreadSelector = s.spreadSelector
 	var fit []*nodeInfo
 	for _, n := range nodes {
 		if slices.Contains(feasible, n.name) {
@@ -300,14 +308,43 @@ func TestTopologySpreadScore(t *testing.T) {
 		return spread(skew, corev1.LabelHostname, corev1.ScheduleAnyway, key)
 	}
 	onZone := func(key string) func(*corev1.Pod) { return spread(1, "zone", corev1.ScheduleAnyway, key) }
+	realZone := func(z string) func(*corev1.Node) { return nodeLabelled(corev1.LabelTopologyZone, z) }
+	realZones := []*corev1.Node{node("a", "4", "8Gi", 110, realZone("1")), node("b", "4", "8Gi", 110, realZone("1")), node("x", "4", "8Gi", 110, realZone("2")), node("y", "4", "8Gi", 110, realZone("2"))}
+	fooService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "foo"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"foo": ""}}}
 	for _, tc := range []struct {
 		name     string
 		nodes    []*corev1.Node
 		pods     [][]*corev1.Pod
 		pod      *corev1.Pod
+		objects  []runtime.Object // Services and controllers, for the default spreading
 		feasible []string
 		want     map[string]int64
 	}{
+		{
+			name: "system defaulting, nodes don't have zone, pods match service (4/3/2/1)", nodes: abcd,
+			pods: [][]*corev1.Pod{podsOn("a", 4, foo), podsOn("b", 3, foo), podsOn("c", 2, foo), podsOn("d", 1, foo)}, pod: pod("p", "", "", foo),
+			objects: []runtime.Object{fooService}, feasible: []string{"a", "b", "c", "d"}, want: map[string]int64{"a": 44, "b": 66, "c": 77, "d": 100},
+		},
+		{
+			name: "system defaulting, nothing shared with the pod: no opinion", nodes: abcd,
+			pods: [][]*corev1.Pod{podsOn("a", 4, foo)}, pod: pod("p", "", "", foo),
+			feasible: []string{"a", "b", "c", "d"}, want: map[string]int64{"a": 0, "b": 0, "c": 0, "d": 0},
+		},
+		{
+			name: "system defaulting, spread by zone and host among a ReplicaSet's pods", nodes: realZones,
+			pods: [][]*corev1.Pod{podsOn("a", 2, labelled("app", "web")), podsOn("b", 2, labelled("app", "web")), podsOn("x", 1, labelled("app", "web"))},
+			pod:  pod("p", "", "", labelled("app", "web"), ownedBy("ReplicaSet", "web")),
+			objects: []runtime.Object{&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+				Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}},
+			feasible: []string{"a", "b", "x", "y"}, want: map[string]int64{"a": 46, "b": 46, "x": 86, "y": 100},
+		},
+		{
+			name:     "one constraint on node, 3 out of 4 nodes are candidates (4/2/1/~3~)",
+			nodes:    []*corev1.Node{node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110), node("x", "4", "8Gi", 110), node("y", "4", "8Gi", 110)},
+			pods:     [][]*corev1.Pod{podsOn("a", 4, foo), podsOn("b", 2, foo), podsOn("x", 1, foo), podsOn("y", 3, foo)},
+			pod:      pod("p", "", "", foo, onHost(1, "foo")),
+			feasible: []string{"a", "b", "x"}, want: map[string]int64{"a": 33, "b": 83, "x": 100},
+		},
 		{
 			name: "one constraint on node, no existing pods", nodes: abcd[:2], pod: pod("p", "", "", foo, onHost(1, "foo")),
 			feasible: []string{"a", "b"}, want: map[string]int64{"a": 100, "b": 100},
@@ -386,6 +423,7 @@ func TestTopologySpreadScore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestScheduler(tc.nodes, slices.Concat(tc.pods...)...)
+			s.spreadSelector = listersOf(t, tc.objects...).selector
 			got := runScorer(t, s, "PodTopologySpread", tc.pod, tc.feasible)
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("scores %v, want %v", got, tc.want)
@@ -407,5 +445,77 @@ func TestMoveOnAssignedPod(t *testing.T) {
 	q.moveWhere(waitsForPods)
 	if _, ok := q.unschedulable["uid-big"]; !ok || len(q.unschedulable) != 1 {
 		t.Errorf("unschedulable after an assigned pod's arrival: %v, want big only", slices.Collect(maps.Keys(q.unschedulable)))
+	}
+}
+
+// ownedBy makes the pod its controller's, of kind in apps/v1.
+func ownedBy(kind, name string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: kind, Name: name, UID: "uid-" + types.UID(name), Controller: ptr.To(true)}}
+	}
+}
+
+// listersOf are the listers of spreadSelectors over objects, real
+// in-memory indexers as the informers fill.
+func listersOf(t *testing.T, objects ...runtime.Object) spreadSelectors {
+	t.Helper()
+	index := func() toolscache.Indexer {
+		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	}
+	services, replicaSets, statefulSets := index(), index(), index()
+	for _, o := range objects {
+		var err error
+		switch o.(type) {
+		case *corev1.Service:
+			err = services.Add(o)
+		case *appsv1.ReplicaSet:
+			err = replicaSets.Add(o)
+		case *appsv1.StatefulSet:
+			err = statefulSets.Add(o)
+		default:
+			t.Fatalf("no lister for %T", o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return spreadSelectors{
+		services: corelisters.NewServiceLister(services), replicaSets: appslisters.NewReplicaSetLister(replicaSets),
+		statefulSets: appslisters.NewStatefulSetLister(statefulSets),
+	}
+}
+
+// The pods a pod is spread among by default, as kube's DefaultSelector:
+// its Services' selectors merged, and its controller's.
+func TestSpreadSelector(t *testing.T) {
+	web := labelled("app", "web", "tier", "front")
+	objects := []runtime.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "front"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"tier": "front"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "headless"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web", "ns": "other"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "db"}}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"},
+			Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "pod-template-hash": "1"}}}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
+			Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"db"}}}}}},
+	}
+	l := listersOf(t, objects...)
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"services of its namespace that select it", pod("p", "", "", web), "app=web,tier=front"},
+		{"and its ReplicaSet", pod("p", "", "", web, labelled("pod-template-hash", "1"), ownedBy("ReplicaSet", "web-1")), "app=web,app=web,pod-template-hash=1,tier=front"},
+		{"a StatefulSet's expressions", pod("p", "", "", labelled("app", "db"), ownedBy("StatefulSet", "db")), "app=db,app in (db)"},
+		{"a controller not found", pod("p", "", "", labelled("app", "new"), ownedBy("ReplicaSet", "gone")), ""},
+		{"nothing shared", pod("p", "", "", labelled("app", "batch")), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := l.selector(tc.pod).String(); got != tc.want {
+				t.Errorf("selector %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
