@@ -261,6 +261,14 @@ func (s *scheduler) podAdded(obj any) {
 	}
 }
 
+// countsPodLabels: a pod whose fit depends on the labels of the pods
+// placed: required pod affinity or anti-affinity, DoNotSchedule
+// spreading.
+func countsPodLabels(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return waitsForPods(pod) || a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
 // waitsForPods: a pod that a pod assigned to a node may let fit, through
 // its required pod affinity or its topology spread constraints (which a
 // pod in the least crowded domain relaxes); nothing else a pod's arrival
@@ -284,9 +292,14 @@ func (s *scheduler) podUpdated(oldObj, obj any) {
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.addPod(pod)
-		if old.Spec.NodeName == "" {
+		switch {
+		case old.Spec.NodeName == "":
 			s.queue.remove(pod.UID) // bound
 			s.queue.moveWhere(waitsForPods)
+		case !equality.Semantic.DeepEqual(old.Labels, pod.Labels):
+			// A waiting pod's terms or constraints may have counted the
+			// labels it had, or may count those it has.
+			s.queue.moveWhere(countsPodLabels)
 		}
 	case s.responsible(pod):
 		s.queue.update(pod)

@@ -448,6 +448,33 @@ func TestMoveOnAssignedPod(t *testing.T) {
 	}
 }
 
+// An assigned pod whose labels change moves back the pods whose fit
+// depends on pods' labels, those with required anti-affinity included.
+func TestMoveOnAssignedPodLabels(t *testing.T) {
+	s := newTestScheduler(nil)
+	anti := pod("twin", "", "", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, TopologyKey: corev1.LabelHostname,
+		}}}}
+	})
+	for _, p := range []*corev1.Pod{pod("big", "64", ""), anti} {
+		s.queue.add(p)
+		qp, cycle, _ := s.queue.pop()
+		s.queue.requeue(qp, cycle, true)
+	}
+	placed := pod("db-0", "", "", onNode("a"), labelled("app", "db"))
+	s.podAdded(placed)
+	if len(s.queue.unschedulable) != 2 {
+		t.Fatalf("%d unschedulable after a pod placed, want 2 (neither waits for pods)", len(s.queue.unschedulable))
+	}
+	relabelled := placed.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "cache"}
+	s.podUpdated(placed, relabelled)
+	if _, ok := s.queue.unschedulable["uid-big"]; !ok || len(s.queue.unschedulable) != 1 {
+		t.Errorf("unschedulable after a placed pod's labels changed: %v, want big only", slices.Collect(maps.Keys(s.queue.unschedulable)))
+	}
+}
+
 // ownedBy makes the pod its controller's, of kind in apps/v1.
 func ownedBy(kind, name string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
