@@ -129,6 +129,11 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	// The CA follows the server's certificate, so that a joining node
+	// checks it against the pin that token create printed.
+	if serving, err = pki.WithIssuer(serving, filepath.Join(l.PKI(), pki.ClusterCAName+".crt")); err != nil {
+		return nil, nil, err
+	}
 	clientCA, err := pki.LoadCertPool(filepath.Join(l.PKI(), pki.ClusterCAName+".crt"))
 	if err != nil {
 		return nil, nil, err

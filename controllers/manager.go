@@ -127,9 +127,12 @@ func Select(list []string) ([]string, error) {
 // Options configure the controller manager.
 type Options struct {
 	// Config is the controller manager's own identity, with which it
-	// obtains the controllers' tokens and nothing else. Its QPS and
-	// Burst, when zero, are kube-controller-manager's: 20 and 30.
+	// obtains the controllers' tokens and nothing else.
 	Config *rest.Config
+	// QPS and Burst limit each controller's client; when zero, Config's,
+	// else kube-controller-manager's defaults: 20 and 30.
+	QPS   float32
+	Burst int
 	// Controllers are the names of the controllers to run (Select).
 	Controllers []string
 	// Workers is how many keys each controller syncs at once.
@@ -167,8 +170,8 @@ func Run(ctx context.Context, o Options) error {
 	// ReplicaSet of hundreds of pods. kube-controller-manager's defaults
 	// (--kube-api-qps, --kube-api-burst).
 	o.Config = rest.CopyConfig(o.Config)
-	o.Config.QPS = cmp.Or(o.Config.QPS, 20)
-	o.Config.Burst = cmp.Or(o.Config.Burst, 30)
+	o.Config.QPS = cmp.Or(o.QPS, o.Config.QPS, 20)
+	o.Config.Burst = cmp.Or(o.Burst, o.Config.Burst, 30)
 	rootCA := o.Config.CAData
 	if len(rootCA) == 0 && o.Config.CAFile != "" {
 		var err error

@@ -23,6 +23,8 @@ func newControllerManagerCommand() *cobra.Command {
 		list       []string
 		workers    int
 		signing    clusterSigningFlags
+		qps        float32
+		burst      int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager [--kubeconfig FILE] [--controllers a,b,-c]",
@@ -54,7 +56,12 @@ beside the API server, and the CA key never goes through the API.`,
 			}
 			signing.defaults(dir)
 			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
-			return runControllerManager(cmd.Context(), kubeconfig, signing.options(names, workers, newLogger()))
+			if qps <= 0 || burst <= 0 {
+				return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", qps, burst)
+			}
+			o := signing.options(names, workers, newLogger())
+			o.QPS, o.Burst = qps, burst
+			return runControllerManager(cmd.Context(), kubeconfig, o)
 		},
 	}
 	fs := cmd.Flags()
@@ -62,6 +69,8 @@ beside the API server, and the CA key never goes through the API.`,
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "the controller manager's kubeconfig (default DIR/controller-manager.conf)")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: *, names, -name")
 	fs.IntVar(&workers, "concurrent-syncs", 5, "keys each controller syncs at once")
+	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second of each controller's client (kube-controller-manager's default)")
+	fs.IntVar(&burst, "kube-api-burst", 30, "requests in a burst of each controller's client")
 	signing.addTo(fs)
 	return cmd
 }

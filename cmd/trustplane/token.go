@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -26,6 +24,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/trustplane/trustplane/datadir"
+	"github.com/trustplane/trustplane/pki"
 )
 
 // tokenFlags are the flags every `trustplane token` command takes.
@@ -160,8 +159,7 @@ func caPin(cfg *rest.Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parse CA: %w", err)
 	}
-	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return pki.Pin(c), nil
 }
 
 func newTokenListCommand(f *tokenFlags) *cobra.Command {
