@@ -498,10 +498,11 @@ func TestKwokScheduling(t *testing.T) {
 	t.Logf("pods per node: %v", nodes)
 }
 
-// trustplane scheduler --config reads a KubeSchedulerConfiguration: a
-// file that disables TaintToleration's filter lets a pod onto a node
-// whose taint it does not tolerate, which the default profile refuses;
-// a file trustplane cannot honour stops it at start with the reason.
+// trustplane scheduler --config, and up --scheduler-config, read a
+// KubeSchedulerConfiguration: a file that disables TaintToleration's
+// filter lets a pod onto a node whose taint it does not tolerate, which
+// the default profile refuses; a file trustplane cannot honour stops
+// either at start with the reason, up before it creates anything.
 func TestSchedulerConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -519,30 +520,47 @@ func TestSchedulerConfig(t *testing.T) {
 		{"profiles:\n- schedulerName: default-scheduler\n- schedulerName: batch-scheduler\n", `profiles[1].schedulerName "batch-scheduler"`},
 		{"profile: []\n", `unknown field "profile"`},
 	} {
-		_, stderr, err := e2etest.Run(t, "scheduler", "--config", writeConfig("bad.yaml", bad.body), "--kubeconfig", filepath.Join(dir, "absent.conf"))
+		config := writeConfig("bad.yaml", bad.body)
+		_, stderr, err := e2etest.Run(t, "scheduler", "--config", config, "--kubeconfig", filepath.Join(dir, "absent.conf"))
 		if err == nil || !strings.Contains(string(stderr), bad.want) {
 			t.Errorf("scheduler with %q: %v, stderr %q; want a refusal naming %q", bad.body, err, stderr, bad.want)
 		}
+		data := filepath.Join(dir, "data")
+		_, stderr, err = e2etest.Run(t, "up", "--dir", data, "--scheduler-config", config)
+		if err == nil || !strings.Contains(string(stderr), bad.want) {
+			t.Errorf("up with %q: %v, stderr %q; want a refusal naming %q", bad.body, err, stderr, bad.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("up refused its scheduler's configuration after creating %s (%v)", data, err)
+		}
 	}
 
-	c := e2etest.StartCluster(t, "--scheduler=false")
-	admin, _ := clientFor(t, c.AdminConf())
-	ctx := t.Context()
 	config := writeConfig("scheduler.yaml", "leaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    filter:\n      disabled:\n      - name: TaintToleration\n")
-	p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "scheduler", "--config", config, "--kubeconfig", c.Kubeconfig("scheduler")))
-	p.WaitLine(t, "scheduler running as ")
-	schedNode(t, admin, "tainted", "4", nil, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
-	if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod("intolerant", "", nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, how := range []string{"scheduler --config", "up --scheduler-config"} {
+		t.Run(how, func(t *testing.T) {
+			var c *e2etest.Cluster
+			if how == "up --scheduler-config" {
+				c = e2etest.StartCluster(t, "--scheduler-config", config)
+			} else {
+				c = e2etest.StartCluster(t, "--scheduler=false")
+				p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "scheduler", "--config", config, "--kubeconfig", c.Kubeconfig("scheduler")))
+				p.WaitLine(t, "scheduler running as ")
+			}
+			admin, _ := clientFor(t, c.AdminConf())
+			schedNode(t, admin, "tainted", "4", nil, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
+			if _, err := admin.CoreV1().Pods("default").Create(t.Context(), schedPod("intolerant", "", nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the intolerant pod bound to the tainted node", func(ctx context.Context) error {
+				p, err := admin.CoreV1().Pods("default").Get(ctx, "intolerant", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if p.Spec.NodeName != "tainted" {
+					return fmt.Errorf("on node %q, conditions %+v", p.Spec.NodeName, p.Status.Conditions)
+				}
+				return nil
+			})
+		})
 	}
-	waitFor(t, "the intolerant pod bound to the tainted node", func(ctx context.Context) error {
-		p, err := admin.CoreV1().Pods("default").Get(ctx, "intolerant", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Spec.NodeName != "tainted" {
-			return fmt.Errorf("on node %q, conditions %+v", p.Spec.NodeName, p.Status.Conditions)
-		}
-		return nil
-	})
 }

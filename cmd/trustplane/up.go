@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/datadir"
@@ -21,6 +22,7 @@ func newUpCommand() *cobra.Command {
 	runControllers := true
 	var signing clusterSigningFlags
 	runSched := true
+	var schedulerConfig string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Initialise the data directory if needed and run etcd, the API server, the scheduler and the controllers",
@@ -39,6 +41,19 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			}
 			if err := mem.validate(); err != nil {
 				return err
+			}
+			// The scheduler's configuration is refused before anything
+			// starts, as `trustplane scheduler --config` refuses it.
+			sched := newSchedulerFlags()
+			if schedulerConfig != "" {
+				c, err := scheduler.LoadConfig(schedulerConfig)
+				if err != nil {
+					return fmt.Errorf("--scheduler-config: %w", err)
+				}
+				sched.applyConfig(c, pflag.NewFlagSet("up", pflag.ContinueOnError))
+				if err := sched.validate(); err != nil {
+					return fmt.Errorf("--scheduler-config: %w", err)
+				}
 			}
 			if err := runInit(cmd, f); err != nil {
 				return err
@@ -96,9 +111,10 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				if runSched {
 					go func() {
 						defer close(schedulerDone)
-						f := newSchedulerFlags()
-						f.kubeconfig = datadir.Layout{Dir: o.DataDir}.Kubeconfig("scheduler")
-						if err := runScheduler(ctx, f, scheduler.NewIdentity(), logger.With("component", "scheduler")); err != nil {
+						if sched.kubeconfig == "" {
+							sched.kubeconfig = datadir.Layout{Dir: o.DataDir}.Kubeconfig("scheduler")
+						}
+						if err := runScheduler(ctx, sched, scheduler.NewIdentity(), logger.With("component", "scheduler")); err != nil {
 							logger.Error("scheduler failed; stopping", "err", err)
 							cancel()
 						}
@@ -128,6 +144,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	e.addTo(cmd.Flags())
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
+	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration file (as trustplane scheduler --config)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
 	signing.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
