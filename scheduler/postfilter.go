@@ -148,11 +148,18 @@ func (p *Profile) preemptionMessage(c *podCycle, d *diagnosis) (msg string, foun
 }
 
 // filtersWithout runs the filters on node n as if victims were gone from
-// it, the cluster-wide state (affinity, spreading) counted again.
+// it, the cluster-wide state (affinity, spreading) counted again when the
+// victims may have counted in it.
 func (p *Profile) filtersWithout(c *podCycle, n *nodeInfo, victims []*podInfo) []string {
 	m := n
 	for _, v := range victims {
 		m = m.withoutPod(v.pod.UID)
+	}
+	countsPods := len(c.affinity) > 0 || len(c.antiAffinity) > 0 || c.spread != nil ||
+		slices.ContainsFunc(victims, func(v *podInfo) bool { return len(v.antiAffinity) > 0 })
+	if !countsPods {
+		why, _ := p.runFilters(c, m)
+		return why
 	}
 	nodes := slices.Clone(c.nodes)
 	if i := slices.Index(nodes, n); i >= 0 {

@@ -76,6 +76,11 @@ func TestFitErrorMessage(t *testing.T) {
 		}
 	}
 	const noClaims = " no new claims to deallocate, preemption: "
+	avoidDB := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, TopologyKey: corev1.LabelHostname,
+		}}}}
+	}
 	for _, tc := range []struct {
 		name    string
 		nodes   []*corev1.Node
@@ -162,6 +167,20 @@ func TestFitErrorMessage(t *testing.T) {
 			pods:  []*corev1.Pod{pod("low", "3", "", onNode("a"), priority(0))},
 			pod:   pod("p", "2", "", priority(10)),
 			want:  "0/1 nodes are available: 1 Insufficient cpu.",
+		},
+		{
+			name:  "anti-affinity to a pod of lower priority: kube would evict it, trustplane says nothing of it",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("db-0", "", "", onNode("a"), priority(0), labelled("app", "db"))},
+			pod:   pod("p", "", "", priority(10), avoidDB),
+			want:  "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+		},
+		{
+			name:  "anti-affinity to pods of lower and higher priority: evicting the lower is not enough",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("db-0", "", "", onNode("a"), priority(0), labelled("app", "db")), pod("db-1", "", "", onNode("a"), priority(100), labelled("app", "db"))},
+			pod:   pod("p", "", "", priority(10), avoidDB),
+			want:  "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules." + noClaims + "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
 		},
 		{
 			name:  "preemptionPolicy Never",
