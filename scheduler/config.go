@@ -272,9 +272,12 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 				errs = append(errs, fmt.Errorf("plugins.%s.disabled: unknown plugin %q", point.name, pl.Name))
 			}
 		}
+		enabled := sets.New[string]()
 		for _, pl := range point.set.Enabled {
 			pp, ok := known[pl.Name]
 			switch {
+			case enabled.Has(pl.Name):
+				errs = append(errs, fmt.Errorf("plugins.%s.enabled: %s named twice", point.name, pl.Name))
 			case !ok:
 				errs = append(errs, fmt.Errorf("plugins.%s.enabled: unknown plugin %q", point.name, pl.Name))
 			case !point.has(pp):
@@ -282,6 +285,7 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 			case pl.Weight != nil && *pl.Weight < 0:
 				errs = append(errs, fmt.Errorf("plugins.%s.enabled: %s weight %d: must not be negative", point.name, pl.Name, *pl.Weight))
 			}
+			enabled.Insert(pl.Name)
 		}
 	}
 	multi := mergePluginSet(defaultMultiPoint(), plugins.MultiPoint)

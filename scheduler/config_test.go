@@ -110,6 +110,7 @@ func TestParseConfigRefused(t *testing.T) {
 		{name: "unknown plugin disabled", yaml: configHeader + "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: Spread\n", want: `plugins.multiPoint.disabled: unknown plugin "Spread"`},
 		{name: "a kube plugin trustplane does not run", yaml: configHeader + "profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: VolumeBinding\n", want: "VolumeBinding is not a multiPoint plugin in trustplane's scheduler"},
 		{name: "a filter enabled as a score", yaml: configHeader + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodePorts\n", want: "NodePorts is not a score plugin"},
+		{name: "a plugin enabled twice", yaml: configHeader + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: ImageLocality\n      - name: ImageLocality\n        weight: 3\n", want: "plugins.score.enabled: ImageLocality named twice"},
 		{name: "negative weight", yaml: configHeader + "profiles:\n- plugins:\n    score:\n      enabled:\n      - name: ImageLocality\n        weight: -1\n", want: "ImageLocality weight -1: must not be negative"},
 		{name: "another profile", yaml: configHeader + "profiles:\n- schedulerName: default-scheduler\n- schedulerName: batch\n", want: `profiles[1].schedulerName "batch": trustplane's scheduler runs the default profile only`},
 		{name: "the one profile for another scheduler", yaml: configHeader + "profiles:\n- schedulerName: batch\n", want: `profiles[0].schedulerName "batch"`},
