@@ -49,7 +49,11 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig decodes a KubeSchedulerConfiguration strictly: an unknown
 // or repeated field, a plugin kube does not have, one trustplane does not
 // run, a profile for another scheduler name, or a setting trustplane
-// cannot honour is an error, every problem joined, never ignored.
+// cannot honour is an error, every problem joined, never ignored. What
+// tunes only kube-scheduler's own machinery is accepted and changes
+// nothing: parallelism (trustplane filters in one goroutine),
+// delayCacheUntilActive (it builds its cache when it starts leading),
+// enableProfiling and enableContentionProfiling (it serves no profiles).
 func ParseConfig(data []byte) (*Config, error) {
 	var kc configv1.KubeSchedulerConfiguration
 	if err := decodeStrict(data, &kc); err != nil {
