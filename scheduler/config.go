@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -326,7 +328,7 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 		errs = append(errs, fmt.Errorf("plugins.score: weights add up to %d: too large", total))
 	}
 
-	args := interPodAffinityArgs{hardPodAffinityWeight: 1}
+	args := defaultPluginArgs()
 	seen := sets.New[string]()
 	for i, pc := range p.PluginConfig {
 		if seen.Has(pc.Name) {
@@ -337,16 +339,18 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 			errs = append(errs, fmt.Errorf("pluginConfig[%d]: unknown plugin %q", i, pc.Name))
 			continue
 		}
-		if pc.Name != "InterPodAffinity" {
-			errs = append(errs, fmt.Errorf("pluginConfig[%d]: arguments of %s are not supported by trustplane's scheduler (only InterPodAffinity's are)", i, pc.Name))
-			continue
+		var err error
+		switch pc.Name {
+		case "InterPodAffinity":
+			args.interPod, err = interPodAffinityArgsFrom(pc.Args.Raw)
+		case "NodeResourcesFit":
+			args.fit, err = fitScoringFrom(pc.Args.Raw)
+		default:
+			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only InterPodAffinity's and NodeResourcesFit's are)", pc.Name)
 		}
-		a, err := interPodAffinityArgsFrom(pc.Args.Raw)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("pluginConfig[%d] (InterPodAffinity): %w", i, err))
-			continue
+			errs = append(errs, fmt.Errorf("pluginConfig[%d] (%s): %w", i, pc.Name, err))
 		}
-		args = a
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -360,15 +364,68 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 	return newProfile(enabledFilters, weights, args, postFilters), nil
 }
 
-func interPodAffinityArgsFrom(raw []byte) (interPodAffinityArgs, error) {
-	var a configv1.InterPodAffinityArgs
-	if len(raw) > 0 {
-		if err := decodeStrict(raw, &a); err != nil {
-			return interPodAffinityArgs{}, err
+// fitScoringFrom reads NodeResourcesFitArgs: its scoringStrategy,
+// LeastAllocated or MostAllocated over weighted resources (weight 0 or
+// none is 1, as kube defaults it). RequestedToCapacityRatio and the
+// filter's ignored resources are refused: trustplane does not have them.
+func fitScoringFrom(raw []byte) (fitScoring, error) {
+	var a configv1.NodeResourcesFitArgs
+	if err := decodeArgs(raw, &a, "NodeResourcesFitArgs", &a.TypeMeta); err != nil {
+		return fitScoring{}, err
+	}
+	var errs []error
+	if len(a.IgnoredResources) > 0 || len(a.IgnoredResourceGroups) > 0 {
+		errs = append(errs, errors.New("ignoredResources and ignoredResourceGroups: not supported"))
+	}
+	fs := defaultFitScoring()
+	if st := a.ScoringStrategy; st != nil {
+		switch st.Type {
+		case "", configv1.LeastAllocated:
+		case configv1.MostAllocated:
+			fs.mostAllocated = true
+		default:
+			errs = append(errs, fmt.Errorf("scoringStrategy.type %q: trustplane's scheduler has LeastAllocated and MostAllocated", st.Type))
+		}
+		if st.RequestedToCapacityRatio != nil {
+			errs = append(errs, errors.New("scoringStrategy.requestedToCapacityRatio: not supported"))
+		}
+		if len(st.Resources) > 0 {
+			fs.resources = nil
+			seen := sets.New[string]()
+			for j, r := range st.Resources {
+				switch {
+				case r.Name == "" || seen.Has(r.Name):
+					errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d]: name %q empty or repeated", j, r.Name))
+				case r.Weight < 0 || r.Weight > 100:
+					errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d] (%s): weight %d not in 1..100", j, r.Name, r.Weight))
+				}
+				seen.Insert(r.Name)
+				fs.resources = append(fs.resources, resourceWeight{name: corev1.ResourceName(r.Name), weight: max(r.Weight, 1)})
+			}
 		}
 	}
-	if (a.APIVersion != "" && a.APIVersion != configv1.SchemeGroupVersion.String()) || (a.Kind != "" && a.Kind != "InterPodAffinityArgs") {
-		return interPodAffinityArgs{}, fmt.Errorf("apiVersion %q, kind %q: want %s, InterPodAffinityArgs", a.APIVersion, a.Kind, configv1.SchemeGroupVersion)
+	return fs, errors.Join(errs...)
+}
+
+// decodeArgs decodes a plugin's arguments strictly; their apiVersion and
+// kind, when given, must be kind's in kubescheduler.config.k8s.io/v1.
+func decodeArgs(raw []byte, v any, kind string, tm *metav1.TypeMeta) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := decodeStrict(raw, v); err != nil {
+		return err
+	}
+	if (tm.APIVersion != "" && tm.APIVersion != configv1.SchemeGroupVersion.String()) || (tm.Kind != "" && tm.Kind != kind) {
+		return fmt.Errorf("apiVersion %q, kind %q: want %s, %s", tm.APIVersion, tm.Kind, configv1.SchemeGroupVersion, kind)
+	}
+	return nil
+}
+
+func interPodAffinityArgsFrom(raw []byte) (interPodAffinityArgs, error) {
+	var a configv1.InterPodAffinityArgs
+	if err := decodeArgs(raw, &a, "InterPodAffinityArgs", &a.TypeMeta); err != nil {
+		return interPodAffinityArgs{}, err
 	}
 	out := interPodAffinityArgs{hardPodAffinityWeight: 1, ignorePreferredTermsOfExistingPods: a.IgnorePreferredTermsOfExistingPods}
 	if a.HardPodAffinityWeight != nil {

@@ -2,12 +2,14 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // summary is what a profile runs: its filters in order, and its scores
@@ -116,7 +118,11 @@ func TestParseConfigRefused(t *testing.T) {
 		{name: "the one profile for another scheduler", yaml: configHeader + "profiles:\n- schedulerName: batch\n", want: `profiles[0].schedulerName "batch"`},
 		{name: "queue sort disabled with everything", yaml: configHeader + "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: '*'\n", want: "PrioritySort disabled"},
 		{name: "another extension point", yaml: configHeader + "profiles:\n- plugins:\n    preScore:\n      disabled:\n      - name: PodTopologySpread\n", want: "plugins.preScore: trustplane's scheduler is configured through multiPoint, filter and score only"},
-		{name: "unsupported plugin args", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n", want: "arguments of NodeResourcesFit are not supported"},
+		{name: "unsupported plugin args", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n", want: "arguments of PodTopologySpread are not supported"},
+		{name: "RequestedToCapacityRatio", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: RequestedToCapacityRatio\n", want: `scoringStrategy.type "RequestedToCapacityRatio": trustplane's scheduler has LeastAllocated and MostAllocated`},
+		{name: "resource weight out of range", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        resources:\n        - name: cpu\n          weight: 101\n", want: "scoringStrategy.resources[0] (cpu): weight 101 not in 1..100"},
+		{name: "ignored resources", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      ignoredResources: [example.com/foo]\n", want: "ignoredResources and ignoredResourceGroups: not supported"},
+		{name: "args of another kind", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      kind: InterPodAffinityArgs\n", want: `kind "InterPodAffinityArgs": want kubescheduler.config.k8s.io/v1, NodeResourcesFitArgs`},
 		{name: "unknown field in args", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeigth: 2\n", want: `unknown field "hardPodAffinityWeigth"`},
 		{name: "args out of range", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: 101\n", want: "hardPodAffinityWeight 101: not in 0..100"},
 		{name: "percentage out of range", yaml: configHeader + "percentageOfNodesToScore: 120\n", want: "percentageOfNodesToScore 120: not in 0..100"},
@@ -184,5 +190,40 @@ profiles:
 	i := slices.IndexFunc(c.Profile.scorers, func(sc scorer) bool { return sc.name == "InterPodAffinity" })
 	if c.Profile.scorers[i].prepare(cycle) {
 		t.Errorf("InterPodAffinity scores a pod without terms despite ignorePreferredTermsOfExistingPods")
+	}
+}
+
+// NodeResourcesFit's scoringStrategy: MostAllocated packs, LeastAllocated
+// spreads, each resource by its weight.
+func TestFitScoringStrategy(t *testing.T) {
+	nodes := []*corev1.Node{node("busy", "4", "8Gi", 110), node("idle", "4", "8Gi", 110)}
+	busy := pod("old", "2", "1Gi", onNode("busy"))
+	for _, tc := range []struct {
+		name, args string
+		want       map[string]int64
+	}{
+		// busy: cpu (2+1)/4, memory (1+1)/8; idle: cpu 1/4, memory 1/8.
+		{"kube's default", "", map[string]int64{"busy": (25 + 75) / 2, "idle": (75 + 87) / 2}},
+		{"MostAllocated", "scoringStrategy:\n        type: MostAllocated\n", map[string]int64{"busy": (75 + 25) / 2, "idle": (25 + 12) / 2}},
+		{"MostAllocated, cpu weighing 3", "scoringStrategy:\n        type: MostAllocated\n        resources:\n        - name: cpu\n          weight: 3\n        - name: memory\n",
+			map[string]int64{"busy": (75*3 + 25) / 4, "idle": (25*3 + 12) / 4}},
+		{"LeastAllocated, cpu weighing 3", "scoringStrategy:\n        resources:\n        - name: cpu\n          weight: 3\n        - name: memory\n          weight: 1\n",
+			map[string]int64{"busy": (25*3 + 75) / 4, "idle": (75*3 + 87) / 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := configHeader
+			if tc.args != "" {
+				yaml += "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      " + tc.args
+			}
+			c, err := ParseConfig([]byte(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newTestScheduler(nodes, busy)
+			s.profile = c.Profile
+			if got := runScorer(t, s, "NodeResourcesFit", pod("p", "1", "1Gi"), []string{"busy", "idle"}); !maps.Equal(got, tc.want) {
+				t.Errorf("scores %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

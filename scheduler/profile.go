@@ -27,14 +27,14 @@ type Profile struct {
 // trustplane has.
 func DefaultProfile() *Profile {
 	return &Profile{
-		SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), interPodAffinityArgs{hardPodAffinityWeight: 1}),
+		SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), defaultPluginArgs()),
 		dynamicResources: true, preemption: true,
 	}
 }
 
 // newProfile is the default profile with only the filters named, and
 // the scores weighted (those not named do not run).
-func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args interPodAffinityArgs, postFilters sets.Set[string]) *Profile {
+func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args pluginArgs, postFilters sets.Set[string]) *Profile {
 	p := &Profile{SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption")}
 	for _, f := range filters() {
 		if enabledFilters.Has(f.name) {

@@ -348,7 +348,7 @@ func TestBalancedAllocation(t *testing.T) {
 		t.Errorf("balanced allocation %d, want 87", got)
 	}
 	// (4-2)/4 and (8-2)/8: (50+75)/2.
-	if got := leastAllocatedScore(c, s.cache.snapshot()[0]); got != 62 {
+	if got := defaultFitScoring().score(c, s.cache.snapshot()[0]); got != 62 {
 		t.Errorf("least allocated %d, want 62", got)
 	}
 }

@@ -25,6 +25,18 @@ type scorer struct {
 	normalize func(scores []int64)
 }
 
+// pluginArgs are the plugins' arguments (a KubeSchedulerConfiguration's
+// pluginConfig) that trustplane takes.
+type pluginArgs struct {
+	interPod interPodAffinityArgs
+	fit      fitScoring
+}
+
+// defaultPluginArgs are kube's defaults.
+func defaultPluginArgs() pluginArgs {
+	return pluginArgs{interPod: interPodAffinityArgs{hardPodAffinityWeight: 1}, fit: defaultFitScoring()}
+}
+
 // defaultWeights are kube's default profile's score weights.
 func defaultWeights() map[string]int64 {
 	return map[string]int64{
@@ -35,13 +47,13 @@ func defaultWeights() map[string]int64 {
 
 // scorers are kube's default profile's, in its order, with the weights
 // given; those without a weight do not run.
-func scorers(weights map[string]int64, args interPodAffinityArgs) []scorer {
+func scorers(weights map[string]int64, args pluginArgs) []scorer {
 	all := []scorer{
 		{name: "TaintToleration", score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
 		{name: "NodeAffinity", prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
-		{name: "NodeResourcesFit", score: leastAllocatedScore},
+		{name: "NodeResourcesFit", score: args.fit.score},
 		{name: "PodTopologySpread", prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
-		interPodAffinityScorer(args),
+		interPodAffinityScorer(args.interPod),
 		{name: "NodeResourcesBalancedAllocation", prepare: requestsSomething, score: balancedAllocationScore},
 		{name: "ImageLocality", prepare: countImageNodes, score: imageLocalityScore},
 	}
@@ -105,28 +117,68 @@ func nodeAffinityScore(c *podCycle, n *nodeInfo) int64 {
 	return c.preferredAffinity.Score(n.node)
 }
 
-// leastAllocatedScore favours the nodes with the most CPU and memory left
-// once the pod is on them, each resource counting alike; requests not
-// given count as the defaults, so that empty pods spread too.
-func leastAllocatedScore(c *podCycle, n *nodeInfo) int64 {
-	var sum, resources int64
-	for _, r := range [][2]int64{
-		{n.nonZeroRequested.milliCPU + c.nonZero.milliCPU, n.allocatable.milliCPU},
-		{n.nonZeroRequested.memory + c.nonZero.memory, n.allocatable.memory},
-	} {
-		requested, allocatable := r[0], r[1]
+// fitScoring is NodeResourcesFit's scoring strategy (kube's
+// ScoringStrategy): LeastAllocated favours the nodes with the most left
+// of the resources once the pod is on them, MostAllocated those with the
+// least, each resource counting by its weight.
+type fitScoring struct {
+	mostAllocated bool
+	resources     []resourceWeight
+}
+
+type resourceWeight struct {
+	name   corev1.ResourceName
+	weight int64
+}
+
+// defaultFitScoring is kube's: LeastAllocated, cpu and memory alike.
+func defaultFitScoring() fitScoring {
+	return fitScoring{resources: []resourceWeight{{corev1.ResourceCPU, 1}, {corev1.ResourceMemory, 1}}}
+}
+
+func (fs fitScoring) score(c *podCycle, n *nodeInfo) int64 {
+	var sum, weights int64
+	for _, r := range fs.resources {
+		allocatable, requested := allocatableAndRequested(c, n, r.name)
 		if allocatable == 0 {
 			continue
 		}
-		resources++
-		if requested <= allocatable {
-			sum += (allocatable - requested) * maxNodeScore / allocatable
+		var score int64
+		switch {
+		case fs.mostAllocated:
+			score = min(requested, allocatable) * maxNodeScore / allocatable
+		case requested <= allocatable:
+			score = (allocatable - requested) * maxNodeScore / allocatable
 		}
+		sum += score * r.weight
+		weights += r.weight
 	}
-	if resources == 0 {
+	if weights == 0 {
 		return 0
 	}
-	return sum / resources
+	return sum / weights
+}
+
+// allocatableAndRequested are what the node has of a resource and what
+// would be asked of it with the pod there: cpu and memory with requests
+// not given counted as the defaults, so that empty pods spread too; an
+// extended resource the pod does not ask for is not scored (0, 0), as
+// kube's.
+func allocatableAndRequested(c *podCycle, n *nodeInfo, name corev1.ResourceName) (allocatable, requested int64) {
+	switch name {
+	case corev1.ResourceCPU:
+		return n.allocatable.milliCPU, n.nonZeroRequested.milliCPU + c.nonZero.milliCPU
+	case corev1.ResourceMemory:
+		return n.allocatable.memory, n.nonZeroRequested.memory + c.nonZero.memory
+	case corev1.ResourceEphemeralStorage:
+		return n.allocatable.ephemeral, n.requested.ephemeral + c.requests.ephemeral
+	}
+	want := c.requests.scalar[name]
+	has, ok := n.allocatable.scalar[name]
+	if want == 0 || !ok {
+		return 0, 0
+	}
+	return has, n.requested.scalar[name] + want
 }
 
 // requestsSomething: BalancedAllocation says nothing of a pod that asks
