@@ -345,8 +345,10 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 			args.interPod, err = interPodAffinityArgsFrom(pc.Args.Raw)
 		case "NodeResourcesFit":
 			args.fit, err = fitScoringFrom(pc.Args.Raw)
+		case "NodeResourcesBalancedAllocation":
+			args.balanced, err = balancedScoringFrom(pc.Args.Raw)
 		default:
-			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only InterPodAffinity's and NodeResourcesFit's are)", pc.Name)
+			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only InterPodAffinity's, NodeResourcesFit's and NodeResourcesBalancedAllocation's are)", pc.Name)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pluginConfig[%d] (%s): %w", i, pc.Name, err))
@@ -405,6 +407,34 @@ func fitScoringFrom(raw []byte) (fitScoring, error) {
 		}
 	}
 	return fs, errors.Join(errs...)
+}
+
+// balancedScoringFrom reads NodeResourcesBalancedAllocationArgs: the
+// resources balanced, each of weight 1 (0 or none), as kube validates
+// them.
+func balancedScoringFrom(raw []byte) (balancedScoring, error) {
+	var a configv1.NodeResourcesBalancedAllocationArgs
+	if err := decodeArgs(raw, &a, "NodeResourcesBalancedAllocationArgs", &a.TypeMeta); err != nil {
+		return balancedScoring{}, err
+	}
+	b := defaultBalancedScoring()
+	if len(a.Resources) == 0 {
+		return b, nil
+	}
+	var errs []error
+	b.resources = nil
+	seen := sets.New[string]()
+	for j, r := range a.Resources {
+		switch {
+		case r.Name == "" || seen.Has(r.Name):
+			errs = append(errs, fmt.Errorf("resources[%d]: name %q empty or repeated", j, r.Name))
+		case r.Weight != 0 && r.Weight != 1:
+			errs = append(errs, fmt.Errorf("resources[%d] (%s): weight %d: must be 1", j, r.Name, r.Weight))
+		}
+		seen.Insert(r.Name)
+		b.resources = append(b.resources, corev1.ResourceName(r.Name))
+	}
+	return b, errors.Join(errs...)
 }
 
 // decodeArgs decodes a plugin's arguments strictly; their apiVersion and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // summary is what a profile runs: its filters in order, and its scores
@@ -225,5 +226,35 @@ func TestFitScoringStrategy(t *testing.T) {
 				t.Errorf("scores %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// NodeResourcesBalancedAllocation's resources: with three, the standard
+// deviation of the three fractions; weights other than 1 are refused.
+func TestBalancedResources(t *testing.T) {
+	gpus := func(n *corev1.Node) { n.Status.Allocatable["example.com/gpu"] = resource.MustParse("4") }
+	c, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n      - name: memory\n      - name: example.com/gpu\n        weight: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestScheduler([]*corev1.Node{node("a", "4", "8Gi", 110, gpus)})
+	s.profile = c.Profile
+	withGPU := func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want int64
+	}{
+		{pod("even", "1", "2Gi", withGPU), 100},  // 1/4, 2/8, 1/4
+		{pod("uneven", "2", "2Gi", withGPU), 88}, // 2/4, 2/8, 1/4: std 0.118
+		{pod("no gpu", "2", "2Gi"), 87},          // the gpu not asked for is not counted: |2/4-2/8|/2
+	} {
+		if got := runScorer(t, s, "NodeResourcesBalancedAllocation", tc.pod, []string{"a"}); got["a"] != tc.want {
+			t.Errorf("%s: score %d, want %d", tc.pod.Name, got["a"], tc.want)
+		}
+	}
+	if _, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n        weight: 2\n")); err == nil || !strings.Contains(err.Error(), "resources[0] (cpu): weight 2: must be 1") {
+		t.Errorf("weight 2: %v, want refused", err)
 	}
 }

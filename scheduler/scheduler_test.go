@@ -344,7 +344,7 @@ func TestBalancedAllocation(t *testing.T) {
 	// cpu half used, memory a quarter: 100 - |0.5-0.25|/2*100.
 	s := newTestScheduler([]*corev1.Node{node("a", "4", "8Gi", 110)})
 	c := newPodCycle(newPodInfo(pod("p", "2", "2Gi")), s.cache.snapshot(), s.namespaceLabels)
-	if got := balancedAllocationScore(c, s.cache.snapshot()[0]); got != 87 {
+	if got := defaultBalancedScoring().score(c, s.cache.snapshot()[0]); got != 87 {
 		t.Errorf("balanced allocation %d, want 87", got)
 	}
 	// (4-2)/4 and (8-2)/8: (50+75)/2.

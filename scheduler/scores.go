@@ -30,11 +30,12 @@ type scorer struct {
 type pluginArgs struct {
 	interPod interPodAffinityArgs
 	fit      fitScoring
+	balanced balancedScoring
 }
 
 // defaultPluginArgs are kube's defaults.
 func defaultPluginArgs() pluginArgs {
-	return pluginArgs{interPod: interPodAffinityArgs{hardPodAffinityWeight: 1}, fit: defaultFitScoring()}
+	return pluginArgs{interPod: interPodAffinityArgs{hardPodAffinityWeight: 1}, fit: defaultFitScoring(), balanced: defaultBalancedScoring()}
 }
 
 // defaultWeights are kube's default profile's score weights.
@@ -54,7 +55,7 @@ func scorers(weights map[string]int64, args pluginArgs) []scorer {
 		{name: "NodeResourcesFit", score: args.fit.score},
 		{name: "PodTopologySpread", prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
 		interPodAffinityScorer(args.interPod),
-		{name: "NodeResourcesBalancedAllocation", prepare: requestsSomething, score: balancedAllocationScore},
+		{name: "NodeResourcesBalancedAllocation", prepare: args.balanced.requestsSomething, score: args.balanced.score},
 		{name: "ImageLocality", prepare: countImageNodes, score: imageLocalityScore},
 	}
 	var out []scorer
@@ -139,7 +140,7 @@ func defaultFitScoring() fitScoring {
 func (fs fitScoring) score(c *podCycle, n *nodeInfo) int64 {
 	var sum, weights int64
 	for _, r := range fs.resources {
-		allocatable, requested := allocatableAndRequested(c, n, r.name)
+		allocatable, requested := allocatableAndRequested(c, n, r.name, true)
 		if allocatable == 0 {
 			continue
 		}
@@ -160,51 +161,93 @@ func (fs fitScoring) score(c *podCycle, n *nodeInfo) int64 {
 }
 
 // allocatableAndRequested are what the node has of a resource and what
-// would be asked of it with the pod there: cpu and memory with requests
-// not given counted as the defaults, so that empty pods spread too; an
-// extended resource the pod does not ask for is not scored (0, 0), as
-// kube's.
-func allocatableAndRequested(c *podCycle, n *nodeInfo, name corev1.ResourceName) (allocatable, requested int64) {
+// would be asked of it with the pod there; with nonZero, cpu and memory
+// requests not given count as the defaults, so that empty pods spread
+// too. An extended resource the pod does not ask for is not scored
+// (0, 0), as kube's.
+func allocatableAndRequested(c *podCycle, n *nodeInfo, name corev1.ResourceName, nonZero bool) (allocatable, requested int64) {
+	used, want := n.requested, c.requests
+	if nonZero {
+		used, want = n.nonZeroRequested, c.nonZero
+	}
 	switch name {
 	case corev1.ResourceCPU:
-		return n.allocatable.milliCPU, n.nonZeroRequested.milliCPU + c.nonZero.milliCPU
+		return n.allocatable.milliCPU, used.milliCPU + want.milliCPU
 	case corev1.ResourceMemory:
-		return n.allocatable.memory, n.nonZeroRequested.memory + c.nonZero.memory
+		return n.allocatable.memory, used.memory + want.memory
 	case corev1.ResourceEphemeralStorage:
 		return n.allocatable.ephemeral, n.requested.ephemeral + c.requests.ephemeral
 	}
-	want := c.requests.scalar[name]
+	asked := c.requests.scalar[name]
 	has, ok := n.allocatable.scalar[name]
-	if want == 0 || !ok {
+	if asked == 0 || !ok {
 		return 0, 0
 	}
-	return has, n.requested.scalar[name] + want
+	return has, n.requested.scalar[name] + asked
+}
+
+// podRequest is what the pod asks of a resource, as given.
+func podRequest(c *podCycle, name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return c.requests.milliCPU
+	case corev1.ResourceMemory:
+		return c.requests.memory
+	case corev1.ResourceEphemeralStorage:
+		return c.requests.ephemeral
+	}
+	return c.requests.scalar[name]
+}
+
+// balancedScoring is NodeResourcesBalancedAllocation's resources (kube's
+// NodeResourcesBalancedAllocationArgs, cpu and memory by default).
+type balancedScoring struct {
+	resources []corev1.ResourceName
+}
+
+func defaultBalancedScoring() balancedScoring {
+	return balancedScoring{resources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}}
 }
 
 // requestsSomething: BalancedAllocation says nothing of a pod that asks
-// for no CPU or memory, which would otherwise pile such pods onto one
-// node (kubernetes/kubernetes#129138).
-func requestsSomething(c *podCycle) bool {
-	return c.requests.milliCPU != 0 || c.requests.memory != 0
+// for none of its resources, which would otherwise pile such pods onto
+// one node (kubernetes/kubernetes#129138).
+func (b balancedScoring) requestsSomething(c *podCycle) bool {
+	for _, name := range b.resources {
+		if podRequest(c, name) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// balancedAllocationScore favours the nodes whose CPU and memory would be
-// used in the same proportion once the pod is on them: 100 less the
-// standard deviation of the two fractions used, in percent.
-func balancedAllocationScore(c *podCycle, n *nodeInfo) int64 {
+// score favours the nodes whose resources would be used in the same
+// proportion once the pod is on them: 100 less the standard deviation of
+// the fractions used, in percent, requests counted as given.
+func (b balancedScoring) score(c *podCycle, n *nodeInfo) int64 {
 	var fractions []float64
-	for _, r := range [][2]int64{
-		{n.requested.milliCPU + c.requests.milliCPU, n.allocatable.milliCPU},
-		{n.requested.memory + c.requests.memory, n.allocatable.memory},
-	} {
-		if r[1] == 0 {
+	var total float64
+	for _, name := range b.resources {
+		allocatable, requested := allocatableAndRequested(c, n, name, false)
+		if allocatable == 0 {
 			continue
 		}
-		fractions = append(fractions, min(float64(r[0])/float64(r[1]), 1))
+		f := min(float64(requested)/float64(allocatable), 1)
+		fractions = append(fractions, f)
+		total += f
 	}
 	var std float64
-	if len(fractions) == 2 {
+	switch len(fractions) {
+	case 0, 1:
+	case 2:
 		std = math.Abs(fractions[0]-fractions[1]) / 2
+	default:
+		mean := total / float64(len(fractions))
+		var sum float64
+		for _, f := range fractions {
+			sum += (f - mean) * (f - mean)
+		}
+		std = math.Sqrt(sum / float64(len(fractions)))
 	}
 	return int64((1 - std) * maxNodeScore)
 }
