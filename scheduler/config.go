@@ -392,21 +392,31 @@ func fitScoringFrom(raw []byte) (fitScoring, error) {
 			errs = append(errs, errors.New("scoringStrategy.requestedToCapacityRatio: not supported"))
 		}
 		if len(st.Resources) > 0 {
-			fs.resources = nil
-			seen := sets.New[string]()
-			for j, r := range st.Resources {
-				switch {
-				case r.Name == "" || seen.Has(r.Name):
-					errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d]: name %q empty or repeated", j, r.Name))
-				case r.Weight < 0 || r.Weight > 100:
-					errs = append(errs, fmt.Errorf("scoringStrategy.resources[%d] (%s): weight %d not in 1..100", j, r.Name, r.Weight))
-				}
-				seen.Insert(r.Name)
-				fs.resources = append(fs.resources, resourceWeight{name: corev1.ResourceName(r.Name), weight: max(r.Weight, 1)})
-			}
+			var bad []error
+			fs.resources, bad = resourceSpecs(st.Resources, "scoringStrategy.resources", func(w int64) bool { return w >= 0 && w <= 100 }, "not in 1..100")
+			errs = append(errs, bad...)
 		}
 	}
 	return fs, errors.Join(errs...)
+}
+
+// resourceSpecs are a plugin's resources, each named once, with weights
+// that ok accepts, 0 counting as 1, as kube defaults it.
+func resourceSpecs(specs []configv1.ResourceSpec, path string, ok func(weight int64) bool, want string) ([]resourceWeight, []error) {
+	var out []resourceWeight
+	var errs []error
+	seen := sets.New[string]()
+	for j, r := range specs {
+		switch {
+		case r.Name == "" || seen.Has(r.Name):
+			errs = append(errs, fmt.Errorf("%s[%d]: name %q empty or repeated", path, j, r.Name))
+		case !ok(r.Weight):
+			errs = append(errs, fmt.Errorf("%s[%d] (%s): weight %d %s", path, j, r.Name, r.Weight, want))
+		}
+		seen.Insert(r.Name)
+		out = append(out, resourceWeight{name: corev1.ResourceName(r.Name), weight: max(r.Weight, 1)})
+	}
+	return out, errs
 }
 
 // balancedScoringFrom reads NodeResourcesBalancedAllocationArgs: the
@@ -421,18 +431,10 @@ func balancedScoringFrom(raw []byte) (balancedScoring, error) {
 	if len(a.Resources) == 0 {
 		return b, nil
 	}
-	var errs []error
+	specs, errs := resourceSpecs(a.Resources, "resources", func(w int64) bool { return w == 0 || w == 1 }, "must be 1")
 	b.resources = nil
-	seen := sets.New[string]()
-	for j, r := range a.Resources {
-		switch {
-		case r.Name == "" || seen.Has(r.Name):
-			errs = append(errs, fmt.Errorf("resources[%d]: name %q empty or repeated", j, r.Name))
-		case r.Weight != 0 && r.Weight != 1:
-			errs = append(errs, fmt.Errorf("resources[%d] (%s): weight %d: must be 1", j, r.Name, r.Weight))
-		}
-		seen.Insert(r.Name)
-		b.resources = append(b.resources, corev1.ResourceName(r.Name))
+	for _, r := range specs {
+		b.resources = append(b.resources, r.name)
 	}
 	return b, errors.Join(errs...)
 }

@@ -254,7 +254,7 @@ func TestBalancedResources(t *testing.T) {
 			t.Errorf("%s: score %d, want %d", tc.pod.Name, got["a"], tc.want)
 		}
 	}
-	if _, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n        weight: 2\n")); err == nil || !strings.Contains(err.Error(), "resources[0] (cpu): weight 2: must be 1") {
+	if _, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n        weight: 2\n")); err == nil || !strings.Contains(err.Error(), "resources[0] (cpu): weight 2 must be 1") {
 		t.Errorf("weight 2: %v, want refused", err)
 	}
 }
