@@ -347,8 +347,10 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 			args.fit, err = fitScoringFrom(pc.Args.Raw)
 		case "NodeResourcesBalancedAllocation":
 			args.balanced, err = balancedScoringFrom(pc.Args.Raw)
+		case "PodTopologySpread":
+			args.spread, err = spreadDefaultingFrom(pc.Args.Raw)
 		default:
-			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only InterPodAffinity's, NodeResourcesFit's and NodeResourcesBalancedAllocation's are)", pc.Name)
+			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only those of InterPodAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation and PodTopologySpread are)", pc.Name)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pluginConfig[%d] (%s): %w", i, pc.Name, err))
@@ -437,6 +439,47 @@ func balancedScoringFrom(raw []byte) (balancedScoring, error) {
 		b.resources = append(b.resources, r.name)
 	}
 	return b, errors.Join(errs...)
+}
+
+// spreadDefaultingFrom reads PodTopologySpreadArgs: kube's System
+// defaults, or a List of constraints, validated as kube validates them
+// (a positive maxSkew, a topology key, a known action, no selector, each
+// key and action once); System with constraints of its own is refused.
+func spreadDefaultingFrom(raw []byte) (spreadDefaulting, error) {
+	var a configv1.PodTopologySpreadArgs
+	if err := decodeArgs(raw, &a, "PodTopologySpreadArgs", &a.TypeMeta); err != nil {
+		return spreadDefaulting{}, err
+	}
+	var errs []error
+	switch a.DefaultingType {
+	case "", configv1.SystemDefaulting:
+		if len(a.DefaultConstraints) > 0 {
+			errs = append(errs, errors.New("defaultConstraints: must be empty when defaultingType is System"))
+		}
+		return spreadDefaulting{}, errors.Join(errs...)
+	case configv1.ListDefaulting:
+	default:
+		return spreadDefaulting{}, fmt.Errorf("defaultingType %q: want System or List", a.DefaultingType)
+	}
+	seen := sets.New[string]()
+	for i, c := range a.DefaultConstraints {
+		path := fmt.Sprintf("defaultConstraints[%d]", i)
+		key := c.TopologyKey + "/" + string(c.WhenUnsatisfiable)
+		switch {
+		case c.MaxSkew <= 0:
+			errs = append(errs, fmt.Errorf("%s.maxSkew %d: must be positive", path, c.MaxSkew))
+		case c.TopologyKey == "":
+			errs = append(errs, fmt.Errorf("%s.topologyKey: must be given", path))
+		case c.WhenUnsatisfiable != corev1.DoNotSchedule && c.WhenUnsatisfiable != corev1.ScheduleAnyway:
+			errs = append(errs, fmt.Errorf("%s.whenUnsatisfiable %q: want DoNotSchedule or ScheduleAnyway", path, c.WhenUnsatisfiable))
+		case c.LabelSelector != nil:
+			errs = append(errs, fmt.Errorf("%s.labelSelector: must not be set: the pods a pod shares a Service or controller with are its selector", path))
+		case seen.Has(key):
+			errs = append(errs, fmt.Errorf("%s: topologyKey %q and whenUnsatisfiable %q given twice", path, c.TopologyKey, c.WhenUnsatisfiable))
+		}
+		seen.Insert(key)
+	}
+	return spreadDefaulting{list: true, constraints: a.DefaultConstraints}, errors.Join(errs...)
 }
 
 // decodeArgs decodes a plugin's arguments strictly; their apiVersion and

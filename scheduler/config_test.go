@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // summary is what a profile runs: its filters in order, and its scores
@@ -119,7 +120,10 @@ func TestParseConfigRefused(t *testing.T) {
 		{name: "the one profile for another scheduler", yaml: configHeader + "profiles:\n- schedulerName: batch\n", want: `profiles[0].schedulerName "batch"`},
 		{name: "queue sort disabled with everything", yaml: configHeader + "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: '*'\n", want: "PrioritySort disabled"},
 		{name: "another extension point", yaml: configHeader + "profiles:\n- plugins:\n    preScore:\n      disabled:\n      - name: PodTopologySpread\n", want: "plugins.preScore: trustplane's scheduler is configured through multiPoint, filter and score only"},
-		{name: "unsupported plugin args", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n", want: "arguments of PodTopologySpread are not supported"},
+		{name: "unsupported plugin args", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args:\n      minCandidateNodesPercentage: 20\n", want: "arguments of DefaultPreemption are not supported"},
+		{name: "System defaulting with constraints", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultConstraints:\n      - maxSkew: 1\n        topologyKey: zone\n        whenUnsatisfiable: DoNotSchedule\n", want: "defaultConstraints: must be empty when defaultingType is System"},
+		{name: "List defaults with a selector", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - maxSkew: 1\n        topologyKey: zone\n        whenUnsatisfiable: DoNotSchedule\n        labelSelector: {matchLabels: {app: web}}\n", want: "defaultConstraints[0].labelSelector: must not be set"},
+		{name: "List defaults repeated", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n      - {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n      - {maxSkew: 0, topologyKey: host, whenUnsatisfiable: ScheduleAnyway}\n", want: `defaultConstraints[1]: topologyKey "zone" and whenUnsatisfiable "DoNotSchedule" given twice`},
 		{name: "RequestedToCapacityRatio", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: RequestedToCapacityRatio\n", want: `scoringStrategy.type "RequestedToCapacityRatio": trustplane's scheduler has LeastAllocated and MostAllocated`},
 		{name: "resource weight out of range", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        resources:\n        - name: cpu\n          weight: 101\n", want: "scoringStrategy.resources[0] (cpu): weight 101 not in 1..100"},
 		{name: "ignored resources", yaml: configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      ignoredResources: [example.com/foo]\n", want: "ignoredResources and ignoredResourceGroups: not supported"},
@@ -256,5 +260,31 @@ func TestBalancedResources(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n        weight: 2\n")); err == nil || !strings.Contains(err.Error(), "resources[0] (cpu): weight 2 must be 1") {
 		t.Errorf("weight 2: %v, want refused", err)
+	}
+}
+
+// PodTopologySpread's List defaulting: a pod without constraints of its
+// own is held to the configuration's, among the pods that share a
+// Service or controller with it; the filter refuses as the pod's own
+// constraints would, and a pod that shares nothing is not held.
+func TestSpreadListDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      defaultConstraints:\n      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := labelled("app", "web")
+	s := newTestScheduler([]*corev1.Node{node("a", "4", "8Gi", 110), node("b", "4", "8Gi", 110)}, podsOn("a", 2, web)...)
+	s.profile = c.Profile
+	s.spreadSelector = listersOf(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}}).selector
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want map[string]string
+	}{
+		{pod("web", "", "", web), map[string]string{"a": reasonSpread, "b": ""}},
+		{pod("batch", "", "", labelled("app", "batch")), map[string]string{"a": "", "b": ""}},
+	} {
+		if got := filterReasons(s, tc.pod); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: reasons %v, want %v", tc.pod.Name, got, tc.want)
+		}
 	}
 }

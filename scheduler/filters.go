@@ -93,6 +93,8 @@ type podCycle struct {
 	// spreadSelector, if set, is the pods a pod without spread
 	// constraints is spread among by default (spreadSelectors).
 	spreadSelector func(*corev1.Pod) labels.Selector
+	// spreadDefaults are the profile's (PodTopologySpreadArgs).
+	spreadDefaults spreadDefaulting
 	// affinityScores are InterPodAffinity's, by domain.
 	affinityScores domainScores
 }

@@ -166,6 +166,7 @@ func (p *Profile) filtersWithout(c *podCycle, n *nodeInfo, victims []*podInfo) [
 		nodes[i] = m
 	}
 	dry := newPodCycle(c.podInfo, nodes, c.nsLabels)
+	dry.spreadSelector, dry.spreadDefaults = c.spreadSelector, c.spreadDefaults
 	p.prepareFilters(dry)
 	why, _ := p.runFilters(dry, m)
 	return why

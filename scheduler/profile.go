@@ -21,6 +21,8 @@ type Profile struct {
 	// DefaultPreemption are in the profile, and say their part of the
 	// message of a pod that fits nowhere (postfilter.go).
 	dynamicResources, preemption bool
+	// spreadDefaults are how pods without spread constraints are spread.
+	spreadDefaults spreadDefaulting
 }
 
 // DefaultProfile is kube-scheduler's default profile, for the plugins
@@ -35,7 +37,10 @@ func DefaultProfile() *Profile {
 // newProfile is the default profile with only the filters named, and
 // the scores weighted (those not named do not run).
 func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args pluginArgs, postFilters sets.Set[string]) *Profile {
-	p := &Profile{SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption")}
+	p := &Profile{
+		SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption"),
+		spreadDefaults: args.spread,
+	}
 	for _, f := range filters() {
 		if enabledFilters.Has(f.name) {
 			p.filters = append(p.filters, f)

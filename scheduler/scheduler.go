@@ -198,7 +198,7 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	nsInformer := namespaces.Informer() // before Start, which starts only those asked for
 	s.namespaces = namespaces.Lister()
 	synced := []toolscache.InformerSynced{pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced}
-	if s.profile.scores("PodTopologySpread") {
+	if s.profile.scores("PodTopologySpread") || s.profile.hasFilter("PodTopologySpread") && s.profile.spreadDefaults.list {
 		// Pods without spread constraints are spread among those that
 		// share a Service or a controller with them, as kube's are.
 		core, apps := factory.Core().V1(), factory.Apps().V1()
@@ -390,7 +390,7 @@ func (s *scheduler) schedulePod(pod *corev1.Pod, nodes []*nodeInfo) (string, err
 		return "", &fitError{}
 	}
 	c := newPodCycle(newPodInfo(pod), nodes, s.namespaceLabels)
-	c.spreadSelector = s.spreadSelector
+	c.spreadSelector, c.spreadDefaults = s.spreadSelector, s.profile.spreadDefaults
 	s.profile.prepareFilters(c)
 	d := &diagnosis{numNodes: len(nodes)}
 	// A pod that names its nodes is filtered against those only, as

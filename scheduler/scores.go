@@ -31,6 +31,7 @@ type pluginArgs struct {
 	interPod interPodAffinityArgs
 	fit      fitScoring
 	balanced balancedScoring
+	spread   spreadDefaulting
 }
 
 // defaultPluginArgs are kube's defaults.

@@ -36,11 +36,12 @@ type spreadConstraint struct {
 	honorAffinity, honorTaints bool
 }
 
-// spreadConstraints are the pod's constraints with action. A selector
-// that does not parse (validation refuses those) selects nothing.
-func spreadConstraints(pod *corev1.Pod, action corev1.UnsatisfiableConstraintAction) []spreadConstraint {
+// spreadConstraints are the constraints of list with action, for pod. A
+// selector that does not parse (validation refuses those) selects
+// nothing.
+func spreadConstraints(list []corev1.TopologySpreadConstraint, pod *corev1.Pod, action corev1.UnsatisfiableConstraintAction) []spreadConstraint {
 	var out []spreadConstraint
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+	for _, tsc := range list {
 		if tsc.WhenUnsatisfiable != action {
 			continue
 		}
@@ -116,7 +117,7 @@ type spreadState struct {
 }
 
 func prepareTopologySpread(c *podCycle) {
-	constraints := spreadConstraints(c.pod, corev1.DoNotSchedule)
+	constraints, _ := c.spreadConstraints(corev1.DoNotSchedule)
 	if len(constraints) == 0 {
 		c.spread = nil
 		return
@@ -185,6 +186,44 @@ type spreadScoreState struct {
 	ignored     map[string]bool
 }
 
+// spreadDefaulting is PodTopologySpreadArgs: how a pod without spread
+// constraints of its own is spread, among the pods that share a Service
+// or a controller with it: kube's System defaults (systemDefaultConstraints),
+// or a List of constraints, without selectors, of the configuration's.
+type spreadDefaulting struct {
+	list        bool
+	constraints []corev1.TopologySpreadConstraint
+}
+
+// spreadConstraints are the pod's constraints with action, or, when it
+// has none, the defaults, among the pods its spreadSelector selects.
+// requireAll: a node without a topology key of theirs is refused or not
+// scored, as always but for kube's System defaults, which still spread a
+// node without a zone by host.
+func (c *podCycle) spreadConstraints(action corev1.UnsatisfiableConstraintAction) (constraints []spreadConstraint, requireAll bool) {
+	if len(c.pod.Spec.TopologySpreadConstraints) > 0 {
+		return spreadConstraints(c.pod.Spec.TopologySpreadConstraints, c.pod, action), true
+	}
+	if c.spreadSelector == nil || !c.spreadDefaults.list && action != corev1.ScheduleAnyway {
+		return nil, true
+	}
+	if c.spreadDefaults.list && len(spreadConstraints(c.spreadDefaults.constraints, c.pod, action)) == 0 {
+		return nil, true
+	}
+	sel := c.spreadSelector(c.pod)
+	if sel.Empty() {
+		return nil, true
+	}
+	if !c.spreadDefaults.list {
+		return systemDefaultConstraints(sel), false
+	}
+	constraints = spreadConstraints(c.spreadDefaults.constraints, c.pod, action)
+	for i := range constraints {
+		constraints[i].selector = sel
+	}
+	return constraints, true
+}
+
 // systemDefaultConstraints are how kube spreads a pod without
 // constraints of its own (PodTopologySpread's System defaulting): among
 // the pods sel selects, by host with maxSkew 3 and by zone with maxSkew
@@ -250,19 +289,10 @@ func (l spreadSelectors) selector(pod *corev1.Pod) labels.Selector {
 }
 
 // prepareTopologySpreadScore counts for the ScheduleAnyway constraints,
-// or, for a pod without constraints of its own, kube's default ones;
-// false, the score says nothing, when there are none.
+// or, for a pod without constraints of its own, the default ones; false,
+// the score says nothing, when there are none.
 func prepareTopologySpreadScore(c *podCycle) bool {
-	constraints := spreadConstraints(c.pod, corev1.ScheduleAnyway)
-	// A node without a topology key is not scored, unless the
-	// constraints are the defaults: then a node without a zone is still
-	// spread by host.
-	requireAll := true
-	if len(c.pod.Spec.TopologySpreadConstraints) == 0 && c.spreadSelector != nil {
-		if sel := c.spreadSelector(c.pod); !sel.Empty() {
-			constraints, requireAll = systemDefaultConstraints(sel), false
-		}
-	}
+	constraints, requireAll := c.spreadConstraints(corev1.ScheduleAnyway)
 	if len(constraints) == 0 {
 		return false
 	}

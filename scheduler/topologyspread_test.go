@@ -67,6 +67,7 @@ func podsOn(node string, n int, mods ...func(*corev1.Pod)) []*corev1.Pod {
 func filterReasons(s *scheduler, p *corev1.Pod) map[string]string {
 	nodes := s.cache.snapshot()
 	c := newPodCycle(newPodInfo(p), nodes, s.namespaceLabels)
+	c.spreadSelector, c.spreadDefaults = s.spreadSelector, s.profile.spreadDefaults
 	s.profile.prepareFilters(c)
 	out := map[string]string{}
 	for _, n := range nodes {
@@ -84,7 +85,7 @@ func runScorer(t *testing.T, s *scheduler, name string, p *corev1.Pod, feasible 
 	t.Helper()
 	nodes := s.cache.snapshot()
 	c := newPodCycle(newPodInfo(p), nodes, s.namespaceLabels)
-	c.spreadSelector = s.spreadSelector
+	c.spreadSelector, c.spreadDefaults = s.spreadSelector, s.profile.spreadDefaults
 	var fit []*nodeInfo
 	for _, n := range nodes {
 		if slices.Contains(feasible, n.name) {
