@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -349,8 +351,10 @@ func profileFromConfig(p configv1.KubeSchedulerProfile) (*Profile, error) {
 			args.balanced, err = balancedScoringFrom(pc.Args.Raw)
 		case "PodTopologySpread":
 			args.spread, err = spreadDefaultingFrom(pc.Args.Raw)
+		case "NodeAffinity":
+			args.addedAffinity, err = addedAffinityFrom(pc.Args.Raw)
 		default:
-			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only those of InterPodAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation and PodTopologySpread are)", pc.Name)
+			err = fmt.Errorf("arguments of %s are not supported by trustplane's scheduler (only those of NodeAffinity, InterPodAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation and PodTopologySpread are)", pc.Name)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pluginConfig[%d] (%s): %w", i, pc.Name, err))
@@ -480,6 +484,32 @@ func spreadDefaultingFrom(raw []byte) (spreadDefaulting, error) {
 		seen.Insert(key)
 	}
 	return spreadDefaulting{list: true, constraints: a.DefaultConstraints}, errors.Join(errs...)
+}
+
+// addedAffinityFrom reads NodeAffinityArgs: an addedAffinity whose
+// required terms every node a pod goes to must match besides the pod's
+// own, and whose preferred terms count besides the pod's.
+func addedAffinityFrom(raw []byte) (addedAffinity, error) {
+	var a configv1.NodeAffinityArgs
+	if err := decodeArgs(raw, &a, "NodeAffinityArgs", &a.TypeMeta); err != nil {
+		return addedAffinity{}, err
+	}
+	var out addedAffinity
+	if a.AddedAffinity == nil {
+		return out, nil
+	}
+	var errs []error
+	if ns := a.AddedAffinity.RequiredDuringSchedulingIgnoredDuringExecution; ns != nil {
+		sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(field.NewPath("addedAffinity", "requiredDuringSchedulingIgnoredDuringExecution")))
+		errs = append(errs, err)
+		out.required = sel
+	}
+	if terms := a.AddedAffinity.PreferredDuringSchedulingIgnoredDuringExecution; len(terms) > 0 {
+		pref, err := nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(field.NewPath("addedAffinity", "preferredDuringSchedulingIgnoredDuringExecution")))
+		errs = append(errs, err)
+		out.preferred = pref
+	}
+	return out, errors.Join(errs...)
 }
 
 // decodeArgs decodes a plugin's arguments strictly; their apiVersion and

@@ -288,3 +288,43 @@ func TestSpreadListDefaults(t *testing.T) {
 		}
 	}
 }
+
+// NodeAffinity's addedAffinity: its required terms refuse a node before
+// the pod's own, in kube's words; its preferred terms count besides the
+// pod's.
+func TestAddedAffinity(t *testing.T) {
+	c, err := ParseConfig([]byte(configHeader + `profiles:
+- pluginConfig:
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions:
+            - {key: pool, operator: In, values: [general]}
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 5
+          preference:
+            matchExpressions:
+            - {key: disk, operator: In, values: [ssd]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestScheduler([]*corev1.Node{
+		node("general", "4", "8Gi", 110, nodeLabelled("pool", "general")),
+		node("ssd", "4", "8Gi", 110, nodeLabelled("pool", "general", "disk", "ssd")),
+		node("gpu", "4", "8Gi", 110, nodeLabelled("pool", "gpu")),
+	})
+	s.profile = c.Profile
+	want := map[string]string{"general": "", "ssd": "", "gpu": reasonEnforcedAffinity}
+	if got := filterReasons(s, pod("p", "", "")); !maps.Equal(got, want) {
+		t.Errorf("reasons %v, want %v", got, want)
+	}
+	if got := runScorer(t, s, "NodeAffinity", pod("p", "", ""), []string{"general", "ssd"}); got["ssd"] != 100 || got["general"] != 0 {
+		t.Errorf("scores %v, want ssd 100, general 0", got)
+	}
+	if _, err := ParseConfig([]byte(configHeader + "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args:\n      addedAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms:\n          - matchExpressions:\n            - {key: pool, operator: In}\n")); err == nil || !strings.Contains(err.Error(), "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution") {
+		t.Errorf("an In without values: %v, want refused", err)
+	}
+}

@@ -17,12 +17,15 @@ import (
 // up the FailedScheduling message ("0/3 nodes are available: 1 node(s)
 // were unschedulable, 2 Insufficient cpu.").
 const (
-	reasonNodeName        = "node(s) didn't match the requested node name"
-	reasonUnschedulable   = "node(s) were unschedulable"
-	reasonNodeAffinity    = "node(s) didn't match Pod's node affinity/selector"
-	reasonNodePorts       = "node(s) didn't have free ports for the requested pod ports"
-	reasonTooManyPods     = "Too many pods"
-	reasonInsufficientFmt = "Insufficient %s"
+	reasonNodeName      = "node(s) didn't match the requested node name"
+	reasonUnschedulable = "node(s) were unschedulable"
+	reasonNodeAffinity  = "node(s) didn't match Pod's node affinity/selector"
+	// A profile's added affinity (NodeAffinityArgs) refuses before the
+	// pod's own.
+	reasonEnforcedAffinity = "node(s) didn't match scheduler-enforced node affinity"
+	reasonNodePorts        = "node(s) didn't have free ports for the requested pod ports"
+	reasonTooManyPods      = "Too many pods"
+	reasonInsufficientFmt  = "Insufficient %s"
 	// Since kube 1.35 the taint is not named: its value may be private.
 	reasonUntoleratedTaint = "node(s) had untolerated taint(s)"
 	// The nodes that a pod's required node affinity to node names leaves
@@ -49,7 +52,16 @@ func always(*podCycle, *nodeInfo, []string) bool { return true }
 
 // filters are kube's default profile's, in its order; a node's reasons
 // are those of the first filter it fails, as kube reports them.
-func filters() []filter {
+func filters(args pluginArgs) []filter {
+	nodeAffinity := podNodeAffinity
+	if added := args.addedAffinity.required; added != nil {
+		nodeAffinity = func(c *podCycle, n *nodeInfo) []string {
+			if !added.Match(n.node) {
+				return []string{reasonEnforcedAffinity}
+			}
+			return podNodeAffinity(c, n)
+		}
+	}
 	return []filter{
 		{name: "NodeUnschedulable", filter: nodeUnschedulable, unresolvable: always},
 		{name: "NodeName", filter: nodeName, unresolvable: always},
@@ -177,7 +189,7 @@ func untoleratedTaint(pod *corev1.Pod, node *corev1.Node) (corev1.Taint, bool) {
 }
 
 // nodeAffinity is the pod's nodeSelector and its required node affinity.
-func nodeAffinity(c *podCycle, n *nodeInfo) []string {
+func podNodeAffinity(c *podCycle, n *nodeInfo) []string {
 	if ok, err := c.requiredAffinity.Match(n.node); ok && err == nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ type Profile struct {
 // trustplane has.
 func DefaultProfile() *Profile {
 	return &Profile{
-		SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers(defaultWeights(), defaultPluginArgs()),
+		SchedulerName: DefaultSchedulerName, filters: filters(defaultPluginArgs()), scorers: scorers(defaultWeights(), defaultPluginArgs()),
 		dynamicResources: true, preemption: true,
 	}
 }
@@ -41,7 +41,7 @@ func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args 
 		SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption"),
 		spreadDefaults: args.spread,
 	}
-	for _, f := range filters() {
+	for _, f := range filters(args) {
 		if enabledFilters.Has(f.name) {
 			p.filters = append(p.filters, f)
 		}

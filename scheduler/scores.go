@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
 
@@ -28,10 +29,11 @@ type scorer struct {
 // pluginArgs are the plugins' arguments (a KubeSchedulerConfiguration's
 // pluginConfig) that trustplane takes.
 type pluginArgs struct {
-	interPod interPodAffinityArgs
-	fit      fitScoring
-	balanced balancedScoring
-	spread   spreadDefaulting
+	addedAffinity addedAffinity
+	interPod      interPodAffinityArgs
+	fit           fitScoring
+	balanced      balancedScoring
+	spread        spreadDefaulting
 }
 
 // defaultPluginArgs are kube's defaults.
@@ -52,7 +54,8 @@ func defaultWeights() map[string]int64 {
 func scorers(weights map[string]int64, args pluginArgs) []scorer {
 	all := []scorer{
 		{name: "TaintToleration", score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
-		{name: "NodeAffinity", prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
+		{name: "NodeAffinity", prepare: func(c *podCycle) bool { return c.preferredAffinity != nil || args.addedAffinity.preferred != nil },
+			score: args.addedAffinity.score, normalize: func(s []int64) { normalizeScores(s, false) }},
 		{name: "NodeResourcesFit", score: args.fit.score},
 		{name: "PodTopologySpread", prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
 		interPodAffinityScorer(args.interPod),
@@ -113,10 +116,24 @@ func taintTolerationScore(c *podCycle, n *nodeInfo) int64 {
 	return count
 }
 
-// nodeAffinityScore is the sum of the weights of the preferred terms the
-// node matches.
-func nodeAffinityScore(c *podCycle, n *nodeInfo) int64 {
-	return c.preferredAffinity.Score(n.node)
+// addedAffinity is NodeAffinityArgs' addedAffinity: node affinity every
+// pod of the profile has besides its own.
+type addedAffinity struct {
+	required  *nodeaffinity.NodeSelector
+	preferred *nodeaffinity.PreferredSchedulingTerms
+}
+
+// score is the sum of the weights of the preferred terms the node
+// matches, the pod's and the profile's.
+func (a addedAffinity) score(c *podCycle, n *nodeInfo) int64 {
+	var sum int64
+	if a.preferred != nil {
+		sum += a.preferred.Score(n.node)
+	}
+	if c.preferredAffinity != nil {
+		sum += c.preferredAffinity.Score(n.node)
+	}
+	return sum
 }
 
 // fitScoring is NodeResourcesFit's scoring strategy (kube's
