@@ -21,13 +21,15 @@ func newUpCommand() *cobra.Command {
 	runControllers := true
 	var signing clusterSigningFlags
 	runSched := true
+	var nodes int
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Initialise the data directory if needed and run etcd, the API server, the scheduler and the controllers",
 		Long: `Run a control plane in one process: etcd (unless --etcd-servers names an external
 one), the API server, the scheduler (unless --scheduler=false) and the
-controller manager (unless --controllers=false), each connecting to the
-others over mutual TLS with its own credentials.
+controller manager (unless --controllers=false), and --nodes node agents
+(trustplane node), each connecting to the others over mutual TLS with its
+own credentials.
 SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,6 +41,9 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			}
 			if err := mem.validate(); err != nil {
 				return err
+			}
+			if nodes < 0 {
+				return fmt.Errorf("--nodes %d: want 0 or more", nodes)
 			}
 			if err := runInit(cmd, f); err != nil {
 				return err
@@ -77,11 +82,11 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			// scheduler, which give their Leases up on the way out.
 			serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 			defer stopServer()
-			managerDone, schedulerDone := make(chan struct{}), make(chan struct{})
+			managerDone, schedulerDone, nodesDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			go func() {
 				<-ctx.Done()
 				timeout := time.After(5 * time.Second)
-				for _, done := range []chan struct{}{managerDone, schedulerDone} {
+				for _, done := range []chan struct{}{managerDone, schedulerDone, nodesDone} {
 					select {
 					case <-done:
 					case <-timeout:
@@ -106,6 +111,17 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				} else {
 					close(schedulerDone)
 				}
+				if nodes > 0 {
+					go func() {
+						defer close(nodesDone)
+						if err := runLocalNodes(ctx, o.DataDir, f.serverURL(), nodes, logger.With("component", "node")); err != nil {
+							logger.Error("node agents failed; stopping", "err", err)
+							cancel()
+						}
+					}()
+				} else {
+					close(nodesDone)
+				}
 				if !runControllers {
 					close(managerDone)
 					return
@@ -129,6 +145,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "run this many node agents too, node-0…, their certificates in DIR/nodes (trustplane node runs them elsewhere)")
 	signing.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
