@@ -25,6 +25,7 @@ func newControllerManagerCommand() *cobra.Command {
 		signing    clusterSigningFlags
 		qps        float32
 		burst      int
+		lifecycle  nodeLifecycleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager [--kubeconfig FILE] [--controllers a,b,-c]",
@@ -44,7 +45,13 @@ csrsigning signs node client certificates with the cluster CA, whose
 certificate and key it reads from files (--cluster-signing-cert-file and
 --cluster-signing-key-file, default DIR/pki/ca.crt and ca.key), as kube's
 controller does: the controller manager runs on the control plane's host,
-beside the API server, and the CA key never goes through the API.`,
+beside the API server, and the CA key never goes through the API.
+
+nodelifecycle turns a node whose Lease and status were not renewed for
+--node-monitor-grace-period Unknown and taints it
+node.kubernetes.io/unreachable:NoExecute, at most --node-eviction-rate nodes
+a second per zone; taint-eviction-controller then deletes its pods that do
+not tolerate the taint, or once their tolerationSeconds have passed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			names, err := controllers.Select(list)
@@ -61,6 +68,7 @@ beside the API server, and the CA key never goes through the API.`,
 			}
 			o := signing.options(names, workers, newLogger())
 			o.QPS, o.Burst = qps, burst
+			o.NodeLifecycle = lifecycle.config
 			return runControllerManager(cmd.Context(), kubeconfig, o)
 		},
 	}
@@ -72,7 +80,25 @@ beside the API server, and the CA key never goes through the API.`,
 	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second of each controller's client (kube-controller-manager's default)")
 	fs.IntVar(&burst, "kube-api-burst", 30, "requests in a burst of each controller's client")
 	signing.addTo(fs)
+	lifecycle.addTo(fs)
 	return cmd
+}
+
+// nodeLifecycleFlags are kube-controller-manager's flags of its node
+// lifecycle controller, with its defaults.
+type nodeLifecycleFlags struct {
+	config controllers.NodeLifecycleConfig
+}
+
+func (f *nodeLifecycleFlags) addTo(fs *pflag.FlagSet) {
+	c := &f.config
+	fs.DurationVar(&c.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node's heartbeats are checked")
+	fs.DurationVar(&c.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without renewing its Lease or posting its status before it is Unknown and tainted unreachable")
+	fs.DurationVar(&c.NodeStartupGracePeriod, "node-startup-grace-period", time.Minute, "that grace for a node that never posted its status")
+	fs.Float32Var(&c.NodeEvictionRate, "node-eviction-rate", 0.1, "nodes per second given a NoExecute taint in a healthy zone")
+	fs.Float32Var(&c.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", 0.01, "nodes per second given a NoExecute taint in an unhealthy zone larger than --large-cluster-size-threshold; a smaller one gets none")
+	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "nodes a zone must have for the secondary rate to apply")
+	fs.Float32Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "share of a zone's nodes (more than two) not ready that makes it unhealthy")
 }
 
 // clusterSigningFlags are kube-controller-manager's flags of the CA that

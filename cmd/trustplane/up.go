@@ -20,6 +20,7 @@ func newUpCommand() *cobra.Command {
 	var etcdServers []string
 	runControllers := true
 	var signing clusterSigningFlags
+	var lifecycle nodeLifecycleFlags
 	runSched := true
 	var nodes int
 	cmd := &cobra.Command{
@@ -132,7 +133,9 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 					defer close(managerDone)
 					kubeconfig := datadir.Layout{Dir: o.DataDir}.Kubeconfig("controller-manager")
 					signing.defaults(o.DataDir)
-					if err := runControllerManager(ctx, kubeconfig, signing.options(controllers.Names(), 5, logger.With("component", "controller-manager"))); err != nil {
+					co := signing.options(controllers.Names(), 5, logger.With("component", "controller-manager"))
+					co.NodeLifecycle = lifecycle.config
+					if err := runControllerManager(ctx, kubeconfig, co); err != nil {
 						logger.Error("controller manager failed; stopping", "err", err)
 						cancel()
 					}
@@ -147,6 +150,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "run this many node agents too, node-0…, their certificates in DIR/nodes (trustplane node runs them elsewhere)")
 	signing.addTo(cmd.Flags())
+	lifecycle.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
 }
