@@ -122,9 +122,10 @@ func podCondition(p *corev1.Pod, ct corev1.PodConditionType) *corev1.PodConditio
 // tainted unreachable; its pods go at once, after their
 // tolerationSeconds, or never, by their tolerations; the node's
 // neighbours and their pods are left alone; when its heartbeats come
-// back, so does its Ready condition, and the taints go. When every node
-// is cut off, no node keeps a NoExecute taint: the control plane, not
-// the cluster, is the likelier fault.
+// back, so does its Ready condition, and the taints go. Two nodes cut
+// off at once are tainted at the zone's rate, one by one. When every
+// node is cut off, no node keeps a NoExecute taint: the control plane,
+// not the cluster, is the likelier fault.
 func TestNodeLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -216,6 +217,7 @@ func TestNodeLifecycle(t *testing.T) {
 		return pod
 	}
 	evicted("at-once")
+	waitForEvent(t, admin, "at-once", "TaintManagerEviction", "taint-eviction-controller")
 	// Not before its tolerationSeconds: the taint and the eviction are
 	// stamped by the controllers' clock, to the second, and the
 	// eviction's clock starts once the taint is seen.
@@ -235,6 +237,7 @@ func TestNodeLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+	waitForEvent(t, admin, "forever", "NodeNotReady", "node-controller")
 	// By now the pod of 2s has gone: the one that tolerates forever, and
 	// the one on a live node, stay.
 	for _, name := range []string{"forever", "elsewhere"} {
@@ -259,30 +262,74 @@ func TestNodeLifecycle(t *testing.T) {
 		return nil
 	})
 
-	// Every node cut off: both Unknown, tainted NoSchedule, and neither
-	// keeps a NoExecute taint.
+	// Two of four nodes cut off at once: both Unknown, but the zone's
+	// token bucket (--node-eviction-rate, 0.1 a second, burst 1)
+	// taints one now and the other ten seconds later.
+	spares := []*standInNode{newStandInNode(t, admin, "spare-0"), newStandInNode(t, admin, "spare-1")}
 	alive.silence()
 	lost.silence()
-	waitFor(t, "every node Unknown and no NoExecute taint", func(ctx context.Context) error {
-		for _, name := range []string{"alive", "lost"} {
-			n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if ready := nodeCondition(n, corev1.NodeReady); ready == nil || ready.Status != corev1.ConditionUnknown {
-				return fmt.Errorf("%s: ready %+v", name, ready)
-			}
-			if nodeTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) == nil {
-				return fmt.Errorf("%s: no unreachable NoSchedule taint: %+v", name, n.Spec.Taints)
-			}
-			if tt := nodeTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute); tt != nil {
-				return fmt.Errorf("%s: tainted %+v", name, tt)
-			}
-		}
-		return nil
+	cutOff := []string{"alive", "lost"}
+	waitFor(t, "alive and lost Unknown, one tainted unreachable", func(ctx context.Context) error {
+		return unreachable(ctx, admin, cutOff, 1)
+	})
+	// Well within the ten seconds:
+	if err := unreachable(ctx, admin, cutOff, 1); err != nil {
+		t.Errorf("the second node: %v, want it not tainted yet", err)
+	}
+
+	// Every node cut off: all Unknown, and none keeps a NoExecute taint.
+	for _, n := range spares {
+		n.silence()
+	}
+	waitFor(t, "every node Unknown and none tainted NoExecute", func(ctx context.Context) error {
+		return unreachable(ctx, admin, append(cutOff, "spare-0", "spare-1"), 0)
 	})
 
 	testNodeLifecycleIdentities(t, admin, adminCfg)
+}
+
+// waitForEvent waits for an event of a pod in lifecycle, of reason, from
+// component.
+func waitForEvent(t *testing.T, client kubernetes.Interface, pod, reason, component string) {
+	t.Helper()
+	waitFor(t, "event "+reason+" of pod "+pod, func(ctx context.Context) error {
+		events, err := client.CoreV1().Events("lifecycle").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == pod && e.Reason == reason && e.Source.Component == component {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(events.Items))
+	})
+}
+
+// unreachable checks that the nodes are Ready=Unknown and tainted
+// unreachable NoSchedule, and that tainted of them are tainted
+// unreachable NoExecute.
+func unreachable(ctx context.Context, client kubernetes.Interface, names []string, tainted int) error {
+	var got []string
+	for _, name := range names {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ready := nodeCondition(n, corev1.NodeReady); ready == nil || ready.Status != corev1.ConditionUnknown {
+			return fmt.Errorf("%s: ready %+v", name, ready)
+		}
+		if nodeTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) == nil {
+			return fmt.Errorf("%s: no unreachable NoSchedule taint: %+v", name, n.Spec.Taints)
+		}
+		if nodeTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) != nil {
+			got = append(got, name)
+		}
+	}
+	if len(got) != tainted {
+		return fmt.Errorf("tainted unreachable NoExecute: %q, want %d of %q", got, tainted, names)
+	}
+	return nil
 }
 
 func nodeCondition(n *corev1.Node, ct corev1.NodeConditionType) *corev1.NodeCondition {
