@@ -24,8 +24,8 @@ type DefaultTolerationSeconds struct {
 
 var _ admission.MutationInterface = (*DefaultTolerationSeconds)(nil)
 
-// DefaultTolerationSecondsDefault is kube-apiserver's default of both.
-const DefaultTolerationSecondsDefault int64 = 300
+// KubeDefaultTolerationSeconds is kube-apiserver's default of both.
+const KubeDefaultTolerationSeconds int64 = 300
 
 // NewDefaultTolerationSeconds returns the plugin with the tolerations'
 // seconds; neither may be negative.

@@ -87,8 +87,8 @@ func NewOptions() *Options {
 		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
 		ServiceNodePortRange:   DefaultServiceNodePortRange,
 
-		DefaultNotReadyTolerationSeconds:    admission.DefaultTolerationSecondsDefault,
-		DefaultUnreachableTolerationSeconds: admission.DefaultTolerationSecondsDefault,
+		DefaultNotReadyTolerationSeconds:    admission.KubeDefaultTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: admission.KubeDefaultTolerationSeconds,
 	}
 }
 

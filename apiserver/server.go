@@ -285,7 +285,7 @@ func New(c Config) (*Server, error) {
 			return nil, fmt.Errorf("admission policies: %s cannot be replicated: it is not a stored resource", gr)
 		}
 	}
-	notReadySecs, unreachableSecs := admission.DefaultTolerationSecondsDefault, admission.DefaultTolerationSecondsDefault
+	notReadySecs, unreachableSecs := admission.KubeDefaultTolerationSeconds, admission.KubeDefaultTolerationSeconds
 	if c.DefaultNotReadyTolerationSeconds != nil {
 		notReadySecs = *c.DefaultNotReadyTolerationSeconds
 	}

@@ -352,7 +352,11 @@ func (nc *nodeLifecycleController) updateHealth(ctx context.Context, node *corev
 		return observed, current, err
 	}
 	nc.logger.Info("node stopped posting its status", "node", node.Name, "since", h.probe)
-	h.ready = nodeCondition(&updated.Status, corev1.NodeReady).DeepCopy()
+	// The node as written, so that its taints are written over this
+	// version, not the one before.
+	*node = *updated
+	current = nodeCondition(&node.Status, corev1.NodeReady)
+	h.ready = current.DeepCopy()
 	return observed, current, nil
 }
 

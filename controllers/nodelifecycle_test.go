@@ -155,13 +155,24 @@ func TestNodeLifecycleConfig(t *testing.T) {
 	}
 }
 
+// queued are the nodes in q, in order.
+func queued(q *taintQueue) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, p := range q.pending {
+		out = append(out, p.name)
+	}
+	return out
+}
+
 func TestTaintQueue(t *testing.T) {
 	now := time.Now()
 	q := newTaintQueue(1000)
 	for _, n := range []string{"a", "b", "a", "c"} {
 		q.add(n, now)
 	}
-	if got := q.names(); !slices.Equal(got, []string{"a", "b", "c"}) {
+	if got := queued(q); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("queued %q, want each once, in order", got)
 	}
 	if !q.remove("b") || q.remove("b") {
@@ -183,7 +194,7 @@ func TestTaintQueue(t *testing.T) {
 			got = append(got, n)
 			continue
 		}
-		if names := q.names(); len(names) == 1 && names[0] == "later" {
+		if names := queued(q); len(names) == 1 && names[0] == "later" {
 			break
 		}
 	}

@@ -92,14 +92,3 @@ func (q *taintQueue) setRate(qps float32) {
 	q.limiter.Stop()
 	q.limiter = l
 }
-
-// names are the nodes queued, in order.
-func (q *taintQueue) names() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := make([]string, len(q.pending))
-	for i, p := range q.pending {
-		out[i] = p.name
-	}
-	return out
-}
