@@ -162,6 +162,14 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Fatalf("create pod %s: %v", p.name, err)
 		}
 	}
+	// DefaultTolerationSeconds, with the cluster's flag.
+	atOnce, err := pods.Get(ctx, "at-once", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tol := atOnce.Spec.Tolerations; len(tol) != 2 || tol[1].Key != corev1.TaintNodeUnreachable || tol[1].TolerationSeconds == nil || *tol[1].TolerationSeconds != 0 {
+		t.Errorf("tolerations given to pod at-once: %+v, want unreachable for 0s last", tol)
+	}
 	// The pod that stays is Ready, as its kubelet reported it.
 	forever, err := pods.Get(ctx, "forever", metav1.GetOptions{})
 	if err != nil {
