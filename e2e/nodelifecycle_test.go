@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -377,4 +378,86 @@ func testNodeLifecycleIdentities(t *testing.T, admin kubernetes.Interface, admin
 	eviction := tokenClient(t, admin, adminCfg, "taint-eviction-controller")
 	_, err := eviction.CoreV1().Nodes().Patch(ctx, "alive", types.MergePatchType, []byte(`{"spec":{"taints":null}}`), metav1.PatchOptions{})
 	forbidden("the taint eviction controller patches a node", err)
+}
+
+// The same with trustplane's node agent: an agent killed leaves its node
+// Unknown and tainted, and its pod evicted; restarted, it posts its node
+// Ready over the Unknown, the taints go, and it finishes the pod that was
+// being deleted.
+func TestNodeLifecycleAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t, "--node-monitor-grace-period=4s", "--node-monitor-period=500ms", "--default-unreachable-toleration-seconds=0")
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	tok := tokenCreate(t, c)
+	agent := func(name, dir string, join bool) *e2etest.Process {
+		// A Lease of 2s is renewed every half second, within the grace.
+		args := []string{"node", "--name", name, "--server", c.URL, "--dir", dir, "--node-lease-duration-seconds", "2", "--node-status-update-frequency", "1s"}
+		if join {
+			args = append(args, "--token", tok["token"], "--ca-cert-hash", tok["ca-cert-hash"])
+		}
+		return e2etest.Start(t, exec.Command(e2etest.Binary(t), args...))
+	}
+	flakyDir := t.TempDir()
+	agent("steady", t.TempDir(), true)
+	flaky := agent("flaky", flakyDir, true)
+	ready := func(ctx context.Context) error {
+		for _, name := range []string{"steady", "flaky"} {
+			n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !nodeReady(n) || len(n.Spec.Taints) != 0 {
+				return fmt.Errorf("%s: ready %v, taints %+v", name, nodeReady(n), n.Spec.Taints)
+			}
+		}
+		return nil
+	}
+	waitFor(t, "both nodes Ready and untainted", ready)
+	createNamespace(t, c, admin, "agents")
+	grace := int64(1)
+	pods := admin.CoreV1().Pods("agents")
+	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{
+		NodeName: "flaky", TerminationGracePeriodSeconds: &grace,
+		Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "web Running on flaky", func(ctx context.Context) error {
+		p, err := pods.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
+
+	flaky.Kill()
+	waitFor(t, "flaky Unknown and tainted unreachable", func(ctx context.Context) error {
+		return unreachable(ctx, admin, []string{"flaky"}, 1)
+	})
+	waitFor(t, "web evicted", func(ctx context.Context) error {
+		p, err := pods.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.DeletionTimestamp == nil {
+			return errors.New("not deleted")
+		}
+		return nil
+	})
+
+	agent("flaky", flakyDir, false)
+	waitFor(t, "flaky Ready and untainted again", ready)
+	waitFor(t, "web gone, finished by its agent", func(ctx context.Context) error {
+		_, err := pods.Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
 }
