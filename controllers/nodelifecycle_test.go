@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func readyConds(statuses ...corev1.ConditionStatus) []*corev1.NodeCondition {
@@ -248,5 +251,57 @@ func TestTolerationTime(t *testing.T) {
 				t.Errorf("%s: wait %s, want %s", tc.name, got, tc.wantWait)
 			}
 		}
+	}
+}
+
+// A node's grace starts over at each heartbeat the controller sees, by
+// its own clock: a Ready condition posted again or a Lease renewed; a
+// node that never posted one has the startup grace from its creation.
+// (Past the grace, the status write is the end-to-end tests'.)
+func TestUpdateHealth(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	leases := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	nc := &nodeLifecycleController{
+		leases: coordlisters.NewLeaseLister(leases),
+		cfg:    NodeLifecycleConfig{}.withDefaults(),
+		now:    func() time.Time { return now },
+		health: map[string]*nodeHealth{},
+	}
+	heartbeat := metav1.NewTime(start.Add(-time.Minute))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", CreationTimestamp: metav1.NewTime(start.Add(-time.Hour))}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: heartbeat},
+	}}}
+	renew := func(at time.Time) {
+		rt := metav1.NewMicroTime(at)
+		if err := leases.Add(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: "n"}, Spec: coordinationv1.LeaseSpec{RenewTime: &rt}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(what string, after time.Duration, wantProbe time.Time) {
+		t.Helper()
+		now = start.Add(after)
+		observed, current, err := nc.updateHealth(t.Context(), node.DeepCopy())
+		if err != nil || current == nil || current.Status != corev1.ConditionTrue || observed.Status != corev1.ConditionTrue {
+			t.Fatalf("%s: %v, %v, %v; want Ready both", what, observed, current, err)
+		}
+		if got := nc.health["n"].probe; !got.Equal(wantProbe) {
+			t.Errorf("%s: last heartbeat seen at %s, want %s", what, got.Sub(start), wantProbe.Sub(start))
+		}
+	}
+	step("first seen", 0, start)
+	step("nothing new", 30*time.Second, start)
+	renew(start.Add(time.Second))
+	step("Lease renewed", 35*time.Second, start.Add(35*time.Second))
+	step("the same renewal again", 60*time.Second, start.Add(35*time.Second))
+	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(start)
+	step("status posted", 70*time.Second, start.Add(70*time.Second))
+
+	// Never posted: Ready is nil while the startup grace (1m) from its
+	// creation runs.
+	fresh := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: metav1.NewTime(now.Add(-50 * time.Second))}}
+	observed, current, err := nc.updateHealth(t.Context(), fresh)
+	if err != nil || current != nil || observed.Status != corev1.ConditionUnknown {
+		t.Errorf("a node that never posted, within its startup grace: %v, %v, %v; want Unknown observed, none current", observed, current, err)
 	}
 }
