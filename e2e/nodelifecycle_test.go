@@ -273,17 +273,32 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// Two of four nodes cut off at once: both Unknown, but the zone's
 	// token bucket (--node-eviction-rate, 0.1 a second, burst 1)
-	// taints one now and the other ten seconds later.
+	// taints one, and the other ten seconds later, by the stamps the
+	// controller puts on the taints (to the second; the first stamp
+	// may come a little after its token, never before).
 	spares := []*standInNode{newStandInNode(t, admin, "spare-0"), newStandInNode(t, admin, "spare-1")}
 	alive.silence()
 	lost.silence()
 	cutOff := []string{"alive", "lost"}
-	waitFor(t, "alive and lost Unknown, one tainted unreachable", func(ctx context.Context) error {
-		return unreachable(ctx, admin, cutOff, 1)
+	// Longer than waitFor's 20s: the second waits for its token.
+	waitWithin(t, time.Minute, "alive and lost Unknown and tainted unreachable", func(ctx context.Context) error {
+		return unreachable(ctx, admin, cutOff, 2)
 	})
-	// Well within the ten seconds:
-	if err := unreachable(ctx, admin, cutOff, 1); err != nil {
-		t.Errorf("the second node: %v, want it not tainted yet", err)
+	var stamps []time.Time
+	for _, name := range cutOff {
+		n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt := nodeTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute); tt != nil && tt.TimeAdded != nil {
+			stamps = append(stamps, tt.TimeAdded.Time)
+		}
+	}
+	if len(stamps) != 2 {
+		t.Fatalf("taints stamped at %v, want two", stamps)
+	}
+	if apart := stamps[0].Sub(stamps[1]).Abs(); apart < 8*time.Second {
+		t.Errorf("two nodes tainted %s apart, want the rate's ten seconds", apart)
 	}
 
 	// Every node cut off: all Unknown, and none keeps a NoExecute taint.
