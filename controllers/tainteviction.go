@@ -18,7 +18,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 )
 
 // taintEvictionController is kube's taint eviction controller: a pod on
@@ -206,52 +205,4 @@ func (tc *taintEvictionController) evict(ctx context.Context, pod *corev1.Pod) e
 		return nil
 	}
 	return err
-}
-
-// noExecuteTaints are a node's NoExecute taints.
-func noExecuteTaints(node *corev1.Node) []corev1.Taint {
-	var out []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// matchingTolerations is whether tolerations tolerate every taint, and
-// then, for each taint, the first toleration that does, as kube's
-// GetMatchingTolerations.
-func matchingTolerations(taints []corev1.Taint, tolerations []corev1.Toleration) (bool, []corev1.Toleration) {
-	used := make([]corev1.Toleration, 0, len(taints))
-	for i := range taints {
-		j := slices.IndexFunc(tolerations, func(t corev1.Toleration) bool { return t.ToleratesTaint(klog.Background(), &taints[i], false) })
-		if j < 0 {
-			return false, nil
-		}
-		used = append(used, tolerations[j])
-	}
-	return true, used
-}
-
-// minTolerationTime is the shortest tolerationSeconds of used, 0 for
-// none used or for one of zero or less, and -1 when all tolerate
-// forever.
-func minTolerationTime(used []corev1.Toleration) time.Duration {
-	if len(used) == 0 {
-		return 0
-	}
-	least := time.Duration(-1)
-	for _, t := range used {
-		if t.TolerationSeconds == nil {
-			continue
-		}
-		if *t.TolerationSeconds <= 0 {
-			return 0
-		}
-		if d := time.Duration(*t.TolerationSeconds) * time.Second; least < 0 || d < least {
-			least = d
-		}
-	}
-	return least
 }
