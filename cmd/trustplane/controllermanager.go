@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -54,6 +55,9 @@ a second per zone; taint-eviction-controller then deletes its pods that do
 not tolerate the taint, or once their tolerationSeconds have passed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lifecycle.validate(cmd.Flags()); err != nil {
+				return err
+			}
 			names, err := controllers.Select(list)
 			if err != nil {
 				return err
@@ -99,6 +103,34 @@ func (f *nodeLifecycleFlags) addTo(fs *pflag.FlagSet) {
 	fs.Float32Var(&c.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", 0.01, "nodes per second given a NoExecute taint in an unhealthy zone larger than --large-cluster-size-threshold; a smaller one gets none")
 	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "nodes a zone must have for the secondary rate to apply")
 	fs.Float32Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "share of a zone's nodes (more than two) not ready that makes it unhealthy")
+}
+
+// validate refuses a flag set to 0: the controller reads 0 as kube's
+// default, which would quietly turn a rate of 0, meant to stop
+// evictions, into one that does not.
+func (f *nodeLifecycleFlags) validate(fs *pflag.FlagSet) error {
+	c := f.config
+	var errs []error
+	for _, flag := range []struct {
+		name string
+		zero bool
+	}{
+		{"node-monitor-period", c.NodeMonitorPeriod == 0},
+		{"node-monitor-grace-period", c.NodeMonitorGracePeriod == 0},
+		{"node-startup-grace-period", c.NodeStartupGracePeriod == 0},
+		{"node-eviction-rate", c.NodeEvictionRate == 0},
+		{"secondary-node-eviction-rate", c.SecondaryNodeEvictionRate == 0},
+		{"large-cluster-size-threshold", c.LargeClusterSizeThreshold == 0},
+		{"unhealthy-zone-threshold", c.UnhealthyZoneThreshold == 0},
+	} {
+		if flag.zero && fs.Changed(flag.name) {
+			errs = append(errs, fmt.Errorf("--%s 0: want more than 0", flag.name))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("(to stop taint-based eviction, leave its controller out: --controllers=*,-taint-eviction-controller)"))
+	}
+	return errors.Join(errs...)
 }
 
 // clusterSigningFlags are kube-controller-manager's flags of the CA that

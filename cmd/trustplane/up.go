@@ -46,6 +46,9 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			if nodes < 0 {
 				return fmt.Errorf("--nodes %d: want 0 or more", nodes)
 			}
+			if err := lifecycle.validate(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := runInit(cmd, f); err != nil {
 				return err
 			}
