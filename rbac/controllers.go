@@ -232,8 +232,9 @@ func Controllers() []Controller {
 			// pods of a node that is not ready not ready. kube's
 			// node-controller role, narrowed: it reads through the shared
 			// informers (get on nodes only to write a taint again over a
-			// conflict); it neither updates nor deletes a node, but
-			// patches its taints; and it deletes no pod, which is the
+			// conflict); it neither lists, updates nor deletes a node,
+			// but patches nodes for their taints (RBAC cannot narrow a
+			// patch to one field); and it deletes no pod, which is the
 			// taint eviction controller's to do.
 			Name:           "nodelifecycle",
 			ServiceAccount: "node-controller",
