@@ -87,6 +87,17 @@ type GrantUse struct {
 	Permissions []PermissionUse `json:"permissions"`
 }
 
+// UserUsage is what [Usage] finds for one user.
+type UserUsage struct {
+	// Grants are the bindings that apply to the user, with the use of
+	// each permission of their roles.
+	Grants []GrantUse `json:"grants"`
+	// Ungranted are the requests that no permission of Grants allows:
+	// allowed by another authorizer (the Node authorizer), or by RBAC
+	// objects changed since.
+	Ungranted []RequestCount `json:"ungranted,omitempty"`
+}
+
 // Usage returns every binding among the objects that applies to u, in the
 // order of [WhoCan], with each rule of its role split into permissions
 // ([ExpandRule]) and, for each, how many of requests it allows. A
@@ -99,7 +110,7 @@ type GrantUse struct {
 // name, its groups, and its ServiceAccount), and what grants nothing is
 // left out as WhoCan leaves it out. Usage modifies none of its arguments.
 func Usage(u user.Info, requests []RequestCount, clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
-	clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings []*rbacv1.RoleBinding) []GrantUse {
+	clusterRoleBindings []*rbacv1.ClusterRoleBinding, roleBindings []*rbacv1.RoleBinding) UserUsage {
 	clusterRoleRules := map[string][]rbacv1.PolicyRule{}
 	for _, r := range clusterRoles {
 		if r != nil {
@@ -120,6 +131,7 @@ func Usage(u user.Info, requests []RequestCount, clusterRoles []*rbacv1.ClusterR
 	}
 
 	var uses []GrantUse
+	granted := make([]bool, len(requests))
 	add := func(s *rbacv1.Subject, bindingKind, bindingName, bindingNamespace string, ref rbacv1.RoleRef, rules []rbacv1.PolicyRule) {
 		subject, ok := grantedSubject(s, bindingNamespace)
 		if !ok {
@@ -135,7 +147,7 @@ func Usage(u user.Info, requests []RequestCount, clusterRoles []*rbacv1.ClusterR
 		}}
 		for i := range rules {
 			for _, p := range ExpandRule(rules[i]) {
-				g.Permissions = append(g.Permissions, permissionUse(p, requests, bindingNamespace))
+				g.Permissions = append(g.Permissions, permissionUse(p, requests, bindingNamespace, granted))
 			}
 		}
 		uses = append(uses, g)
@@ -167,14 +179,20 @@ func Usage(u user.Info, requests []RequestCount, clusterRoles []*rbacv1.ClusterR
 		}
 	}
 	slices.SortStableFunc(uses, func(a, b GrantUse) int { return compareGrants(a.Grant, b.Grant) })
-	return uses
+	out := UserUsage{Grants: uses}
+	for i, rc := range requests {
+		if !granted[i] {
+			out.Ungranted = append(out.Ungranted, rc)
+		}
+	}
+	return out
 }
 
 // permissionUse counts the requests that p allows, in namespace when it is
-// not "" (a RoleBinding's).
-func permissionUse(p rbacv1.PolicyRule, requests []RequestCount, namespace string) PermissionUse {
+// not "" (a RoleBinding's), and marks them in granted.
+func permissionUse(p rbacv1.PolicyRule, requests []RequestCount, namespace string, granted []bool) PermissionUse {
 	use := PermissionUse{Rule: p, Wildcard: isWildcard(&p)}
-	for _, rc := range requests {
+	for i, rc := range requests {
 		if namespace != "" && rc.Namespace != namespace {
 			continue
 		}
@@ -183,6 +201,7 @@ func permissionUse(p rbacv1.PolicyRule, requests []RequestCount, namespace strin
 			continue
 		}
 		use.Used += rc.Count
+		granted[i] = true
 		if use.Wildcard {
 			use.Requests = append(use.Requests, rc)
 		}

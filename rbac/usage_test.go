@@ -85,7 +85,7 @@ func TestUsage(t *testing.T) {
 		{Request{Verb: "get", NonResourceURL: "/healthz"}, 7},
 	}
 	got := Usage(alice, requests, slices.Collect(maps.Values(l.clusterRoles)), slices.Collect(maps.Values(l.roles)), l.clusterRoleBindings, l.roleBindings)
-	want := []GrantUse{
+	want := UserUsage{Grants: []GrantUse{
 		{
 			Grant: crbGrant(rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "devs"}, "devs-pods", "pods"),
 			Permissions: []PermissionUse{{
@@ -101,7 +101,7 @@ func TestUsage(t *testing.T) {
 				{Rule: newRule("delete").groups("").resources("secrets").r, Used: 0},
 			},
 		},
-	}
+	}, Ungranted: []RequestCount{requests[2], requests[5]}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Usage (-want +got):\n%s", diff)
 	}
