@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
@@ -183,11 +184,29 @@ func sinceText(since time.Duration) string {
 // readSubjects reads the events of files that filter selects and returns
 // the subjects they show, sorted by name (only the user only, when it is
 // not ""), and how many events were read.
+//
+// A request counts once, whatever stages its policy logs: RequestReceived
+// is skipped (it comes before the authorizer's decision), and the
+// ResponseComplete of a request whose ResponseStarted was counted (a
+// watch) is skipped too. Only the audit IDs of such requests still open
+// are kept.
 func readSubjects(files []string, filter *audit.Filter, only string) ([]*seenSubject, int, error) {
 	byName := map[string]*seenSubject{}
+	started := map[string]bool{}
 	events := 0
 	err := audit.Query(files, filter, func(_ []byte, e *audit.Event) error {
 		events++
+		switch e.Stage {
+		case string(auditv1.StageRequestReceived):
+			return nil
+		case string(auditv1.StageResponseStarted):
+			started[e.AuditID] = true
+		case string(auditv1.StageResponseComplete), string(auditv1.StagePanic):
+			if started[e.AuditID] {
+				delete(started, e.AuditID)
+				return nil
+			}
+		}
 		name, groups := e.User.Username, e.User.Groups
 		if e.ImpersonatedUser != nil {
 			name, groups = e.ImpersonatedUser.Username, e.ImpersonatedUser.Groups

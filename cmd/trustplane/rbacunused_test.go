@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,6 +101,170 @@ func TestReadSubjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("readSubjects (-want +got):\n%s", diff)
+	}
+}
+
+// A request counts once, whatever stages the policy logs.
+func TestReadSubjectsStages(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "audit.log")
+	lines := []string{
+		`{"auditID":"w","stage":"RequestReceived","verb":"watch","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a"}}`,
+		`{"auditID":"w","stage":"ResponseStarted","verb":"watch","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a"},"annotations":{"authorization.k8s.io/decision":"allow"}}`,
+		`{"auditID":"g","stage":"RequestReceived","verb":"get","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a","name":"p"}}`,
+		`{"auditID":"g","stage":"ResponseComplete","verb":"get","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a","name":"p"},"annotations":{"authorization.k8s.io/decision":"allow"}}`,
+		`{"auditID":"w","stage":"ResponseComplete","verb":"watch","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a"},"annotations":{"authorization.k8s.io/decision":"allow"}}`,
+		`{"auditID":"x","stage":"Panic","verb":"list","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a"},"annotations":{"authorization.k8s.io/decision":"allow"}}`,
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	subjects, _, err := readSubjects([]string{log}, &audit.Filter{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[rbac.Request]int{
+		{Verb: "watch", Resource: "pods", Namespace: "a"}:          1,
+		{Verb: "get", Resource: "pods", Namespace: "a", Name: "p"}: 1,
+		{Verb: "list", Resource: "pods", Namespace: "a"}:           1,
+	}
+	if len(subjects) != 1 || subjects[0].refused != 0 {
+		t.Fatalf("subjects %+v, want alice alone, nothing refused", subjects)
+	}
+	if diff := cmp.Diff(want, subjects[0].requests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// The report of a ServiceAccount, as a table and as covering roles.
+func TestRBACUnusedFormats(t *testing.T) {
+	sa := &seenSubject{
+		name:   "system:serviceaccount:ci:builder",
+		groups: map[string]bool{"system:serviceaccounts": true},
+		requests: map[rbac.Request]int{
+			{Verb: "get", Resource: "configmaps", Namespace: "ci", Name: "cfg"}: 3,
+			{Verb: "list", Resource: "pods", Namespace: "ci"}:                   1,
+			{Verb: "get", Resource: "nodes", Name: "n1"}:                        1,
+			{Verb: "get", NonResourceURL: "/healthz"}:                           2,
+		},
+		allowed: 7,
+		refused: 1,
+	}
+	objs := rbacObjects{
+		roles: []*rbacv1.Role{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "builder"},
+			Rules: []rbacv1.PolicyRule{
+				{Verbs: []string{"get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
+				{Verbs: []string{"*"}, APIGroups: []string{""}, Resources: []string{"pods"}},
+			},
+		}},
+		roleBindings: []*rbacv1.RoleBinding{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "builder"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "builder"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "builder"}},
+		}},
+	}
+	r := reportSubject(sa, objs)
+	if r.Kind != rbacv1.ServiceAccountKind {
+		t.Errorf("kind %q, want ServiceAccount", r.Kind)
+	}
+
+	var table bytes.Buffer
+	if err := writeUnusedTable(&table, []subjectReport{r}); err != nil {
+		t.Fatal(err)
+	}
+	wantTable := `SUBJECT                           VIA                                       PERMISSION         USED
+system:serviceaccount:ci:builder  RoleBinding/ci/builder → Role/ci/builder  get configmaps     3
+system:serviceaccount:ci:builder  RoleBinding/ci/builder → Role/ci/builder  update configmaps  never
+system:serviceaccount:ci:builder  RoleBinding/ci/builder → Role/ci/builder  * pods             1: list pods -n ci ×1
+system:serviceaccount:ci:builder  (not granted by RBAC now)                 get /healthz       2
+system:serviceaccount:ci:builder  (not granted by RBAC now)                 get nodes n1       1
+`
+	if diff := cmp.Diff(wantTable, table.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+
+	var out bytes.Buffer
+	if err := writeCoveringYAML(&out, []subjectReport{r}); err != nil {
+		t.Fatal(err)
+	}
+	wantYAML := `# ServiceAccount system:serviceaccount:ci:builder: 7 requests allowed (4 distinct), 1 refused
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  labels:
+    trustplane.io/generated-by: rbac-unused
+  name: used-by:system:serviceaccount:ci:builder
+rules:
+- apiGroups:
+  - ""
+  resourceNames:
+  - n1
+  resources:
+  - nodes
+  verbs:
+  - get
+- nonResourceURLs:
+  - /healthz
+  verbs:
+  - get
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  labels:
+    trustplane.io/generated-by: rbac-unused
+  name: used-by:system:serviceaccount:ci:builder
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: used-by:system:serviceaccount:ci:builder
+subjects:
+- kind: ServiceAccount
+  name: builder
+  namespace: ci
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  labels:
+    trustplane.io/generated-by: rbac-unused
+  name: used-by:system:serviceaccount:ci:builder
+  namespace: ci
+rules:
+- apiGroups:
+  - ""
+  resourceNames:
+  - cfg
+  resources:
+  - configmaps
+  verbs:
+  - get
+- apiGroups:
+  - ""
+  resources:
+  - pods
+  verbs:
+  - list
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  labels:
+    trustplane.io/generated-by: rbac-unused
+  name: used-by:system:serviceaccount:ci:builder
+  namespace: ci
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: used-by:system:serviceaccount:ci:builder
+subjects:
+- kind: ServiceAccount
+  name: builder
+  namespace: ci
+`
+	if diff := cmp.Diff(wantYAML, out.String()); diff != "" {
+		t.Errorf("yaml (-want +got):\n%s", diff)
 	}
 }
 
