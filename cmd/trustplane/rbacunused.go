@@ -164,14 +164,15 @@ func runRBACUnused(cmd *cobra.Command, f *rbacUnusedFlags) error {
 		reports = append(reports, reportSubject(s, objs))
 	}
 	out := bufio.NewWriter(cmd.OutOrStdout())
-	defer out.Flush()
 	switch f.output {
 	case "json":
-		return writeUnusedJSON(out, reports)
+		err = writeUnusedJSON(out, reports)
 	case "yaml":
-		return writeCoveringYAML(out, reports)
+		err = writeCoveringYAML(out, reports)
+	default:
+		err = writeUnusedTable(out, reports)
 	}
-	return writeUnusedTable(out, reports)
+	return errors.Join(err, out.Flush())
 }
 
 func sinceText(since time.Duration) string {
@@ -182,8 +183,8 @@ func sinceText(since time.Duration) string {
 }
 
 // readSubjects reads the events of files that filter selects and returns
-// the subjects they show, sorted by name (only the user only, when it is
-// not ""), and how many events were read.
+// the subjects they show, sorted by name (only the one named only, unless
+// only is ""), and how many events were read.
 //
 // A request counts once, whatever stages its policy logs: RequestReceived
 // is skipped (it comes before the authorizer's decision), and the
