@@ -20,7 +20,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
@@ -52,10 +51,11 @@ type Config struct {
 	ClientCA *x509.CertPool
 	// Etcd is the client to etcd, as the API server's etcd identity.
 	Etcd *clientv3.Client
-	// Transformers encrypt resources at rest; Secrets must have one.
-	Transformers map[schema.GroupResource]value.Transformer
-	AuditPolicy  *audit.Policy
-	AuditSink    AuditSink
+	// Encryption encrypts resources at rest, Secrets always; it reloads
+	// its file while the server runs.
+	Encryption  *storage.Encryption
+	AuditPolicy *audit.Policy
+	AuditSink   AuditSink
 	// AdmissionPolicies are the Rego admission policies, run last in both
 	// admission chains, each evaluation bounded by AdmissionTimeout. An
 	// empty set runs nothing; a nil one is refused.
@@ -126,8 +126,8 @@ func (c *Config) validate() error {
 	if c.Etcd == nil {
 		errs = append(errs, errors.New("etcd client is not set"))
 	}
-	if _, ok := c.Transformers[schema.GroupResource{Resource: "secrets"}]; !ok {
-		errs = append(errs, errors.New("no encryption transformer for secrets"))
+	if c.Encryption == nil {
+		errs = append(errs, errors.New("encryption at rest is not configured: secrets would be stored in plain text"))
 	}
 	if c.TokenIssuer == nil || c.TokenVerifier == nil {
 		errs = append(errs, errors.New("service account token issuer and verifier are not set"))
@@ -181,6 +181,7 @@ type Server struct {
 	openapi        *openapi.Builder
 	openapiBuilt   time.Time // the Last-Modified of the OpenAPI documents
 	store          *storage.Store
+	encryption     *storage.Encryption
 	requestInfo    request.RequestInfoResolver
 	authn          authenticator.Request
 	tokenAuthn     authenticator.Token
@@ -218,7 +219,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := storage.New(c.Etcd, scheme, c.Transformers, c.EtcdTimeout)
+	store, err := storage.New(c.Etcd, scheme, c.Encryption, c.EtcdTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +317,7 @@ func New(c Config) (*Server, error) {
 		openapi:        docs,
 		openapiBuilt:   time.Now(),
 		store:          store,
+		encryption:     c.Encryption,
 		requestInfo:    filters.NewRequestInfoResolver(),
 		authn:          authenticators.Request,
 		tokenAuthn:     authenticators.Token,
@@ -392,6 +394,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	for _, c := range s.caches {
 		caches.Go(func() { c.Run(cacheCtx) })
 	}
+	caches.Go(func() { s.encryption.Run(cacheCtx, storage.EncryptionReloadInterval) })
 	// Serve only once authorization can decide: before its caches are
 	// filled it would refuse everything.
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -4,8 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +27,11 @@ import (
 var encryptedPrefix = []byte("k8s:enc:")
 
 var secrets = schema.GroupResource{Resource: "secrets"}
+
+// EncryptionReloadInterval is how often Encryption.Run looks at the
+// configuration file. A look is a read and a SHA-256 of a small file; the
+// loader runs only when the sum changed.
+const EncryptionReloadInterval = 2 * time.Second
 
 // NewEncryptionConfig returns an apiserver.config.k8s.io/v1
 // EncryptionConfiguration that encrypts Secrets with AES-GCM under a fresh
@@ -43,28 +55,171 @@ func NewEncryptionConfig() ([]byte, error) {
 	return yaml.Marshal(cfg)
 }
 
-// LoadEncryption reads an EncryptionConfiguration with k8s.io/apiserver's
-// loader and returns the transformer of each resource it covers. It fails
+// Encryption is the running encryption-at-rest configuration, read from
+// an EncryptionConfiguration file with k8s.io/apiserver's loader, which
+// gives the providers, their on-disk formats and the resource wildcards.
+// Reload swaps in a new configuration when the file changes, atomically:
+// each transformation runs whole under one configuration. A file that does
+// not load, or that would store Secrets in plain text, leaves the running
+// configuration in place.
+//
+// Encryption is safe for concurrent use.
+type Encryption struct {
+	path        string
+	logger      *slog.Logger
+	transformer *encryptionconfig.DynamicTransformers
+	// hash is the loader's content hash ("sha256:<hex>") of the file the
+	// running configuration was read from.
+	hash atomic.Pointer[string]
+	// mu serializes Reload and guards failed.
+	mu sync.Mutex
+	// failed is the hash of the last file that did not load, so that the
+	// same file is not loaded and logged again until it changes.
+	failed string
+}
+
+var _ value.ResourceTransformers = (*Encryption)(nil)
+
+// LoadEncryption reads the EncryptionConfiguration at path. It fails
 // unless Secrets are encrypted: a configuration whose first provider for
-// Secrets is identity would store them in plain text.
-func LoadEncryption(ctx context.Context, path string) (map[schema.GroupResource]value.Transformer, error) {
+// Secrets is identity would store them in plain text. ctx bounds the life
+// of the transformers (a KMS plugin's connection), and of those Reload
+// loads with it: cancel it when the server stops.
+func LoadEncryption(ctx context.Context, path string, logger *slog.Logger) (*Encryption, error) {
 	if path == "" {
-		return nil, fmt.Errorf("encryption config file is not set")
+		return nil, errors.New("encryption config file is not set")
 	}
-	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, false, "trustplane")
+	if logger == nil {
+		return nil, errors.New("encryption config: logger is nil")
+	}
+	cfg, closeTransformers, err := loadEncryption(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("encryption config %s: %w", path, err)
+		return nil, err
 	}
-	t, ok := cfg.Transformers[secrets]
-	if !ok {
-		return nil, fmt.Errorf("encryption config %s: no provider covers secrets; they would be stored in plain text", path)
+	e := &Encryption{
+		path:        path,
+		logger:      logger,
+		transformer: encryptionconfig.NewDynamicTransformers(cfg.Transformers, cfg.HealthChecks[0], closeTransformers, cfg.KMSCloseGracePeriod),
 	}
+	e.hash.Store(&cfg.EncryptionFileContentHash)
+	return e, nil
+}
+
+// loadEncryption loads and checks the file at path. Its transformers live
+// until the returned function is called, or ctx is done.
+func loadEncryption(ctx context.Context, path string) (*encryptionconfig.EncryptionConfiguration, context.CancelFunc, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	// reload: the file may change while the server runs; the loader then
+	// refuses KMS v1, as kube-apiserver's automatic reload does, and
+	// returns one health check for all the KMS plugins.
+	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, true, "trustplane")
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("encryption config %s: %w", path, err)
+	}
+	if err := checkEncryption(ctx, cfg); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("encryption config %s: %w", path, err)
+	}
+	return cfg, cancel, nil
+}
+
+// checkEncryption fails unless cfg encrypts Secrets, whether named or
+// covered by a wildcard.
+func checkEncryption(ctx context.Context, cfg *encryptionconfig.EncryptionConfiguration) error {
+	if len(cfg.HealthChecks) != 1 {
+		return fmt.Errorf("%d health checks, want one", len(cfg.HealthChecks))
+	}
+	_, named := cfg.Transformers[secrets]
+	_, group := cfg.Transformers[schema.GroupResource{Resource: "*"}]
+	_, all := cfg.Transformers[schema.GroupResource{Group: "*", Resource: "*"}]
+	if !named && !group && !all {
+		return errors.New("no provider covers secrets; they would be stored in plain text")
+	}
+	t := encryptionconfig.StaticTransformers(cfg.Transformers).TransformerForResource(secrets)
 	probe, err := t.TransformToStorage(ctx, []byte("probe"), value.DefaultContext("/registry/secrets/probe"))
 	if err != nil {
-		return nil, fmt.Errorf("encryption config %s: encrypt secrets: %w", path, err)
+		return fmt.Errorf("encrypt secrets: %w", err)
 	}
 	if !bytes.HasPrefix(probe, encryptedPrefix) {
-		return nil, fmt.Errorf("encryption config %s: the first provider for secrets is identity; they would be stored in plain text", path)
+		return errors.New("the first provider for secrets is identity; they would be stored in plain text")
 	}
-	return cfg.Transformers, nil
+	return nil
+}
+
+// TransformerForResource is the transformer of gr's objects under the
+// running configuration, whichever it is when a value passes through it.
+// A resource no provider covers is stored as it is, and a value of it
+// that is encrypted fails to read.
+func (e *Encryption) TransformerForResource(gr schema.GroupResource) value.Transformer {
+	return e.transformer.TransformerForResource(gr)
+}
+
+// Hash is the content hash, "sha256:<hex>" of the file's bytes, of the
+// configuration in force: the hash kube-apiserver reports in
+// apiserver_encryption_config_controller_last_config_info.
+func (e *Encryption) Hash() string { return *e.hash.Load() }
+
+// Reload loads the file again if it changed since the running
+// configuration was read, and swaps the new one in; the one it replaces
+// is closed once the requests that may still use it are done. A file that
+// does not load leaves the running configuration and returns why, once:
+// until it changes again, Reload reports no change. changed is whether
+// the configuration in force changed. ctx bounds the life of the new
+// transformers, as LoadEncryption's.
+func (e *Encryption) Reload(ctx context.Context) (changed bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The loader's hash of the file, or what stops it being read, so
+	// that a file that stays unreadable is reported once too.
+	var sum string
+	data, err := os.ReadFile(e.path)
+	if err == nil {
+		sum = fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+	} else {
+		sum = "unreadable: " + err.Error()
+	}
+	if sum == e.Hash() || sum == e.failed {
+		return false, nil
+	}
+	if err != nil {
+		e.failed = sum
+		return false, fmt.Errorf("encryption config: %w", err)
+	}
+	cfg, closeTransformers, err := loadEncryption(ctx, e.path)
+	if err != nil {
+		e.failed = sum
+		return false, err
+	}
+	if cfg.EncryptionFileContentHash == e.Hash() {
+		// Changed back between the look and the load.
+		closeTransformers()
+		return false, nil
+	}
+	e.transformer.Set(cfg.Transformers, closeTransformers, cfg.HealthChecks[0], cfg.KMSCloseGracePeriod)
+	e.hash.Store(&cfg.EncryptionFileContentHash)
+	e.failed = ""
+	return true, nil
+}
+
+// Run reloads the configuration every interval until ctx is done, and
+// logs each change and each file that does not load. The errors name the
+// file and the field at fault, never a key: the loader redacts them.
+func (e *Encryption) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := e.Reload(ctx)
+		switch {
+		case err != nil:
+			e.logger.ErrorContext(ctx, "encryption config changed but not loaded; the running configuration stays", "hash", e.Hash(), "err", err)
+		case changed:
+			e.logger.InfoContext(ctx, "encryption config reloaded", "file", e.path, "hash", e.Hash())
+		}
+	}
 }
