@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -395,6 +396,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		caches.Go(func() { c.Run(cacheCtx) })
 	}
 	caches.Go(func() { s.encryption.Run(cacheCtx, storage.EncryptionReloadInterval) })
+	// Each server records the configuration it runs, for a rotation to
+	// wait on; its id is its own, new at each start.
+	caches.Go(func() { s.encryption.Publish(cacheCtx, s.etcd, uuid.NewString()) })
 	// Serve only once authorization can decide: before its caches are
 	// filled it would refuse everything.
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
@@ -220,6 +222,93 @@ func (e *Encryption) Run(ctx context.Context, interval time.Duration) {
 			e.logger.ErrorContext(ctx, "encryption config changed but not loaded; the running configuration stays", "hash", e.Hash(), "err", err)
 		case changed:
 			e.logger.InfoContext(ctx, "encryption config reloaded", "file", e.path, "hash", e.Hash())
+		}
+	}
+}
+
+// EncryptionServersPrefix is where each running API server records the
+// hash of the encryption configuration in force, at
+// EncryptionServersPrefix<server id>, for as long as it runs: a
+// rotation waits until every server that shares the etcd has loaded the
+// file it wrote. It is no resource's prefix.
+const EncryptionServersPrefix = Prefix + "trustplane.io/encryption-config/"
+
+// EncryptionServer is the record of one API server under
+// EncryptionServersPrefix.
+type EncryptionServer struct {
+	// Hash is Encryption.Hash of the server's running configuration.
+	Hash string `json:"hash"`
+}
+
+// encryptionServerTTL is the life of a server's record once it stops
+// renewing it: a server that died is no longer waited for after it.
+const encryptionServerTTL = 20 * time.Second
+
+// Publish records the hash of the running configuration as server id's,
+// and again each time it changes, in a key attached to a lease that it
+// keeps alive, until ctx is done; then it revokes the lease, and the
+// record goes. A lost lease is granted again.
+func (e *Encryption) Publish(ctx context.Context, client *clientv3.Client, id string) {
+	for {
+		err := e.publish(ctx, client, EncryptionServersPrefix+id)
+		if ctx.Err() != nil {
+			return
+		}
+		e.logger.WarnContext(ctx, "encryption config record lost; recording it again", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// publish keeps key up to date under one lease until ctx is done or the
+// lease is lost.
+func (e *Encryption) publish(ctx context.Context, client *clientv3.Client, key string) error {
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	lease, err := client.Grant(callCtx, int64(encryptionServerTTL/time.Second))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("grant lease: %w", err)
+	}
+	defer func() {
+		// Gone at once rather than when the lease expires: a stopped
+		// server is not waited for.
+		revokeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		client.Revoke(revokeCtx, lease.ID)
+	}()
+	alive, err := client.KeepAlive(ctx, lease.ID)
+	if err != nil {
+		return fmt.Errorf("keep lease alive: %w", err)
+	}
+	// The hash changes rarely; looking at it is an atomic load.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	recorded := ""
+	for {
+		if h := e.Hash(); h != recorded {
+			data, err := json.Marshal(EncryptionServer{Hash: h})
+			if err != nil {
+				return err
+			}
+			callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err = client.Put(callCtx, key, string(data), clientv3.WithLease(lease.ID))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("record %s: %w", key, err)
+			}
+			recorded = h
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-alive:
+			if !ok {
+				return errors.New("lease keep-alive ended")
+			}
+		case <-tick.C:
 		}
 	}
 }

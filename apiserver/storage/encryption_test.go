@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -304,5 +305,53 @@ func TestEncryptionWildcard(t *testing.T) {
 	}
 	if !bytes.HasPrefix(resp.Kvs[0].Value, []byte("k8s:enc:aesgcm:v1:all:")) {
 		t.Errorf("a configmap under *.* is stored as %q...", resp.Kvs[0].Value[:min(20, len(resp.Kvs[0].Value))])
+	}
+}
+
+// TestEncryptionPublish: a server's record follows its running
+// configuration, and goes when it stops.
+func TestEncryptionPublish(t *testing.T) {
+	key1 := newKey(t)
+	f := newReloadFixture(t, aesgcmConfig("secrets", [2]string{"key1", key1}))
+	cli := f.etcd.Client(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.enc.Publish(ctx, cli, "server-a")
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	recorded := func() string {
+		resp, err := cli.Get(t.Context(), storage.EncryptionServersPrefix+"server-a")
+		if err != nil || len(resp.Kvs) != 1 {
+			return ""
+		}
+		var rec storage.EncryptionServer
+		if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+			t.Fatalf("record: %v", err)
+		}
+		if bytes.Contains(resp.Kvs[0].Value, []byte(key1)) {
+			t.Errorf("the record holds the key: %s", resp.Kvs[0].Value)
+		}
+		return rec.Hash
+	}
+	want := f.enc.Hash()
+	waitFor(t, func() bool { return recorded() == want }, func() string { return "record " + recorded() + ", want " + want })
+
+	next := aesgcmConfig("secrets", [2]string{"key2", newKey(t)}, [2]string{"key1", key1})
+	f.write(t, next)
+	if changed, err := f.enc.Reload(t.Context()); !changed || err != nil {
+		t.Fatalf("Reload = %v, %v", changed, err)
+	}
+	want = contentHash(next)
+	waitFor(t, func() bool { return recorded() == want }, func() string { return "record " + recorded() + ", want " + want })
+
+	cancel()
+	<-done
+	if got := recorded(); got != "" {
+		t.Errorf("a stopped server's record stays: %s", got)
 	}
 }
