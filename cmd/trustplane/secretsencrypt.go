@@ -32,7 +32,7 @@ unless --etcd-servers names others. They read only the prefix of each
 value, which names the provider and key (k8s:enc:aesgcm:v1:<key>:...),
 and never print a key's material or a value.`,
 	}
-	cmd.AddCommand(newSecretsEncryptStatusCommand(), newSecretsEncryptVerifyCommand())
+	cmd.AddCommand(newSecretsEncryptStatusCommand(), newSecretsEncryptVerifyCommand(), newSecretsEncryptRotateCommand())
 	return cmd
 }
 
@@ -72,7 +72,7 @@ func (f *secretsEncryptFlags) scan(cmd *cobra.Command) (*encryption.Report, erro
 	if err != nil {
 		return nil, err
 	}
-	report, err := encryption.Status(cmd.Context(), encryption.Scanner{Client: cli}, cfg, stored)
+	report, err := encryption.Status(cmd.Context(), encryption.Scanner{Client: cli}, cfg, groupResources(stored))
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -94,8 +94,9 @@ func (f *secretsEncryptFlags) etcdClient(cmd *cobra.Command, l datadir.Layout) (
 	return cli, nil
 }
 
-// storedResources are the resources the API server keeps in etcd.
-func storedResources() ([]schema.GroupResource, error) {
+// storedResources are the resources the API server keeps in etcd, with
+// the version each is served at.
+func storedResources() ([]schema.GroupVersionResource, error) {
 	scheme, err := registry.NewScheme()
 	if err != nil {
 		return nil, err
@@ -104,14 +105,13 @@ func storedResources() ([]schema.GroupResource, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []schema.GroupResource
+	var out []schema.GroupVersionResource
 	seen := map[string]bool{}
 	for _, res := range reg.Stored() {
-		gr := res.GroupResource()
 		// Keys hold the resource alone: one prefix, one scan.
-		if !seen[gr.Resource] {
-			seen[gr.Resource] = true
-			out = append(out, gr)
+		if !seen[res.GVR.Resource] {
+			seen[res.GVR.Resource] = true
+			out = append(out, res.GVR)
 		}
 	}
 	return out, nil
@@ -138,6 +138,14 @@ func newScanCommand(use, short, long string, show func(out io.Writer, f *secrets
 	}
 	f.addTo(cmd.Flags())
 	return cmd
+}
+
+func groupResources(gvrs []schema.GroupVersionResource) []schema.GroupResource {
+	out := make([]schema.GroupResource, len(gvrs))
+	for i, gvr := range gvrs {
+		out[i] = gvr.GroupResource()
+	}
+	return out
 }
 
 func newSecretsEncryptStatusCommand() *cobra.Command {

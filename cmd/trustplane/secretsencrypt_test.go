@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,59 @@ func TestSecretsEncryptFindsEtcd(t *testing.T) {
 	if _, errOut, code := secretsEncryptRun(t, "status", "--dir", dir, "-o", "yaml"); code != 2 {
 		t.Errorf("status -o yaml: exit %d, %q; want 2", code, errOut)
 	}
+}
+
+// TestSecretsEncryptRotateWaitsForServers: with no API server recording
+// its configuration, rotate adds the new key as read-only and stops there,
+// failing, rather than making a key the write key that a server may not
+// read; its journal holds names, not keys.
+func TestSecretsEncryptRotateWaitsForServers(t *testing.T) {
+	dir, e, key1 := encryptedDataDir(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := secretsEncryptRun(t, "rotate", "--dir", dir, "--kubeconfig", kubeconfig, "--wait-timeout", "1s")
+	if code == 0 || !strings.Contains(errOut, "no API server records its encryption configuration") {
+		t.Fatalf("rotate without a server: exit %d\n%s%s", code, out, errOut)
+	}
+	status, _, _ := secretsEncryptRun(t, "status", "--dir", dir)
+	if !strings.Contains(status, "write key: aesgcm key key1") || !strings.Contains(status, "keys: aesgcm key key1, aesgcm key key2, identity") {
+		t.Errorf("after a rotation that waited in vain, status:\n%s", status)
+	}
+	resp, err := e.Client(t).Get(t.Context(), encryption.JournalKey)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("journal: %v, %v", resp, err)
+	}
+	data, err := os.ReadFile(datadir.Layout{Dir: dir}.EncryptionConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{out, errOut, status, string(resp.Kvs[0].Value)} {
+		for _, secret := range []string{key1, keyMaterial(t, data, "key2")} {
+			if strings.Contains(o, secret) {
+				t.Errorf("an output or the journal holds a key:\n%s", o)
+			}
+		}
+	}
+	// The next run continues the same rotation.
+	out, _, _ = secretsEncryptRun(t, "rotate", "--dir", dir, "--kubeconfig", kubeconfig, "--wait-timeout", "1s")
+	if !strings.Contains(out, "continuing the rotation to aesgcm key key2 at added") {
+		t.Errorf("a second run does not continue:\n%s", out)
+	}
+}
+
+// keyMaterial is the secret of the key name in an EncryptionConfiguration.
+func keyMaterial(t *testing.T, config []byte, name string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(string(config), "name: "+name+"\n")
+	if !ok {
+		t.Fatalf("no key %s in the config", name)
+	}
+	_, rest, _ = strings.Cut(rest, "secret: ")
+	secret, _, _ := strings.Cut(rest, "\n")
+	if len(secret) < 40 {
+		t.Fatalf("key %s's secret not found", name)
+	}
+	return secret
 }

@@ -3,7 +3,6 @@ package encryption
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,16 +75,12 @@ type Config struct {
 // ReadConfig reads an apiserver.config.k8s.io/v1 EncryptionConfiguration.
 // It does not check the keys: the API server's loader does.
 func ReadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := readConfigFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("encryption config: %w", err)
-	}
-	cfg, err := parseConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("encryption config %s: %w", path, err)
+		return nil, err
 	}
 	c := &Config{rules: map[schema.GroupResource]Rule{}}
-	for i, rc := range cfg.Resources {
+	for i, rc := range f.cfg.Resources {
 		var keys []Key
 		for j, p := range rc.Providers {
 			k, err := providerKeys(p)

@@ -65,44 +65,83 @@ type Object struct {
 // Scan calls fn with each object of the resources, at the revision of its
 // first range, which it returns; rev 0 reads the latest.
 func (s Scanner) Scan(ctx context.Context, resources []schema.GroupResource, rev int64, fn func(Object) error) (int64, error) {
-	page := s.PageSize
-	if page <= 0 {
-		page = DefaultPageSize
-	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+	if rev == 0 {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout())
+		resp, err := s.Client.Get(rctx, storage.Prefix, clientv3.WithCountOnly())
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("scan: %w", err)
+		}
+		rev = resp.Header.Revision
 	}
 	for _, gr := range resources {
-		prefix := storage.ListPrefix(gr, "")
-		from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
-		for {
-			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(page), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
-			if rev > 0 {
-				opts = append(opts, clientv3.WithRev(rev))
-			}
-			rctx, cancel := context.WithTimeout(ctx, timeout)
-			resp, err := s.Client.Get(rctx, from, opts...)
-			cancel()
-			if err != nil {
-				return rev, fmt.Errorf("scan %s: %w", prefix, err)
-			}
-			if rev == 0 {
-				rev = resp.Header.Revision
-			}
-			for _, kv := range resp.Kvs {
-				o := Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value)}
+		_, err := s.Pages(ctx, gr, "", rev, func(page []Object, _ string) error {
+			for _, o := range page {
 				if err := fn(o); err != nil {
-					return rev, err
+					return err
 				}
 			}
-			if !resp.More || len(resp.Kvs) == 0 {
-				break
-			}
-			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+			return nil
+		})
+		if err != nil {
+			return rev, err
 		}
 	}
 	return rev, nil
+}
+
+func (s Scanner) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return s.Timeout
+}
+
+// Pages calls fn with each page of gr's objects whose etcd keys sort
+// after the key after ("" for all), and the last key of the page. It
+// reads at revision rev, or with rev 0 each page at the latest, and
+// returns the etcd revision when it read the first page.
+func (s Scanner) Pages(ctx context.Context, gr schema.GroupResource, after string, rev int64, fn func(page []Object, last string) error) (int64, error) {
+	size := s.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	first := int64(0)
+	prefix := storage.ListPrefix(gr, "")
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	if after != "" {
+		from = after + "\x00"
+	}
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(size), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.timeout())
+		resp, err := s.Client.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return first, fmt.Errorf("scan %s: %w", prefix, err)
+		}
+		if first == 0 {
+			first = resp.Header.Revision
+		}
+		if len(resp.Kvs) == 0 {
+			return first, nil
+		}
+		page := make([]Object, len(resp.Kvs))
+		for i, kv := range resp.Kvs {
+			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value)}
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if err := fn(page, last); err != nil {
+			return first, err
+		}
+		if !resp.More {
+			return first, nil
+		}
+		from = last + "\x00"
+	}
 }
 
 // Count is how many objects are under one key.
