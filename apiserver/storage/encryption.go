@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,4 +313,53 @@ func (e *Encryption) publish(ctx context.Context, client *clientv3.Client, key s
 		case <-tick.C:
 		}
 	}
+}
+
+// Providers a stored value's prefix may name, with the versions of their
+// formats, as kube-apiserver writes them.
+var providerVersions = map[string][]string{
+	"aesgcm":    {"v1"},
+	"aescbc":    {"v1"},
+	"secretbox": {"v1"},
+	"kms":       {"v1", "v2"},
+}
+
+// StoredKey is the provider and key name a stored value's prefix names
+// (k8s:enc:aesgcm:v1:<key>:...): both "" for a value in plain text, and
+// provider "unknown" for an encrypted prefix of no provider above. It
+// reads the prefix alone.
+func StoredKey(value []byte) (provider, name string) {
+	rest, ok := bytes.CutPrefix(value, encryptedPrefix)
+	if !ok {
+		return "", ""
+	}
+	// <provider>:<version>:<key>:<ciphertext>; a key name has no colon.
+	parts := bytes.SplitN(rest, []byte(":"), 4)
+	if len(parts) == 4 {
+		if versions, ok := providerVersions[string(parts[0])]; ok && slices.Contains(versions, string(parts[1])) {
+			return string(parts[0]), string(parts[2])
+		}
+	}
+	return "unknown", ""
+}
+
+// undecryptable explains why the value data of key does not read: the
+// object, and the provider and key it is stored under, which the running
+// configuration lacks or which does not decrypt it. cause is the
+// transformer's error; none of it holds key material or data.
+func undecryptable(key string, data []byte, cause error) error {
+	resource, name, _ := strings.Cut(strings.TrimPrefix(key, Prefix), "/")
+	object := resource + " " + name
+	provider, keyName := StoredKey(data)
+	switch {
+	case provider == "":
+		return fmt.Errorf("%s is stored in plain text and does not read: %w", object, cause)
+	case provider == "unknown":
+		return fmt.Errorf("%s is stored under an unknown provider: %w", object, cause)
+	case strings.Contains(cause.Error(), "no matching"):
+		// The loader's prefix transformers say so when no provider or
+		// key of the configuration has the value's prefix.
+		return fmt.Errorf("%s is stored under %s key %s, which is not in the configuration", object, provider, keyName)
+	}
+	return fmt.Errorf("%s is stored under %s key %s and does not decrypt with it (damaged, or copied from another object): %w", object, provider, keyName, cause)
 }

@@ -355,3 +355,52 @@ func TestEncryptionPublish(t *testing.T) {
 		t.Errorf("a stopped server's record stays: %s", got)
 	}
 }
+
+// TestUndecryptableNamed damages stored Secrets three ways: each fails
+// alone, with an error that names the object, the provider and the key,
+// and holds no key and no value.
+func TestUndecryptableNamed(t *testing.T) {
+	key1 := newKey(t)
+	f := newReloadFixture(t, aesgcmConfig("secrets", [2]string{"key1", key1}))
+	f.createSecret(t, "a", "a-value")
+	f.createSecret(t, "b", "b-value")
+	cli := f.etcd.Client(t)
+	raw := func(name string) []byte {
+		resp, err := cli.Get(t.Context(), storage.Key(secrets, "default", name))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("raw get %s: %v %v", name, resp, err)
+		}
+		return resp.Kvs[0].Value
+	}
+	put := func(name string, v []byte) {
+		if _, err := cli.Put(t.Context(), storage.Key(secrets, "default", name), string(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := raw("a")
+	put("moved", a)
+	flipped := bytes.Clone(raw("b"))
+	flipped[len(flipped)-1] ^= 1
+	put("b", flipped)
+	put("gone", bytes.Replace(a, []byte(":key1:"), []byte(":gone:"), 1))
+	put("odd", []byte("k8s:enc:rot13:v1:k:xyz"))
+
+	for name, want := range map[string]string{
+		"moved": "secrets default/moved is stored under aesgcm key key1 and does not decrypt with it",
+		"b":     "secrets default/b is stored under aesgcm key key1 and does not decrypt with it",
+		"gone":  "secrets default/gone is stored under aesgcm key gone, which is not in the configuration",
+		"odd":   "secrets default/odd is stored under an unknown provider",
+	} {
+		err := f.store.Get(t.Context(), secrets, storage.Key(secrets, "default", name), &corev1.Secret{})
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("read %s: %v, want an error starting %q", name, err, want)
+			continue
+		}
+		for _, secret := range []string{key1, "a-value", "b-value"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("read %s: the error holds a key or a value: %v", name, err)
+			}
+		}
+	}
+	f.readSecret(t, "a", "a-value")
+}

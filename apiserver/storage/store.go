@@ -125,7 +125,7 @@ func (s *Store) encode(ctx context.Context, gr schema.GroupResource, key string,
 func (s *Store) decode(ctx context.Context, gr schema.GroupResource, key string, data []byte, rev int64, into runtime.Object) error {
 	plain, _, err := s.transformer(gr).TransformFromStorage(ctx, data, value.DefaultContext(key))
 	if err != nil {
-		return fmt.Errorf("transform %s from storage: %w", key, err)
+		return undecryptable(key, data, err)
 	}
 	if _, _, err := s.serializer.Decode(plain, nil, into); err != nil {
 		return fmt.Errorf("decode %s: %w", key, err)

@@ -1,7 +1,6 @@
 package encryption
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -16,29 +15,18 @@ import (
 
 var secrets = schema.GroupResource{Resource: "secrets"}
 
-// encPrefix starts every encrypted value: k8s:enc:<provider>:<version>:<key>:.
-var encPrefix = []byte("k8s:enc:")
-
 // KeyOf is the key a stored value is under, read from its prefix alone.
 // A value without the encrypted prefix is plain text; one with a provider
 // the scan does not know is Unknown.
 func KeyOf(value []byte) Key {
-	rest, ok := bytes.CutPrefix(value, encPrefix)
-	if !ok {
+	provider, name := storage.StoredKey(value)
+	switch provider {
+	case "":
 		return Plain
-	}
-	// <provider>:<version>:<key>:<ciphertext>; a key name has no colon.
-	parts := bytes.SplitN(rest, []byte(":"), 4)
-	if len(parts) < 4 {
+	case Unknown:
 		return Key{Provider: Unknown}
 	}
-	provider, version, name := string(parts[0]), string(parts[1]), string(parts[2])
-	switch {
-	case provider == AESGCM && version == "v1", provider == AESCBC && version == "v1",
-		provider == Secretbox && version == "v1", provider == KMS && (version == "v1" || version == "v2"):
-		return Key{Provider: provider, Name: name}
-	}
-	return Key{Provider: Unknown}
+	return Key{Provider: provider, Name: name}
 }
 
 // DefaultPageSize is how many values one etcd range returns.
