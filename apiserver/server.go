@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -399,6 +400,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	// Each server records the configuration it runs, for a rotation to
 	// wait on; its id is its own, new at each start.
 	caches.Go(func() { s.encryption.Publish(cacheCtx, s.etcd, uuid.NewString()) })
+	caches.Go(func() { s.encryption.Wear().Run(cacheCtx, s.etcd, wearFlushInterval) })
 	// Serve only once authorization can decide: before its caches are
 	// filled it would refuse everything.
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -479,29 +481,61 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// wearFlushInterval is how often the server adds its count of each
+// AES-GCM key's writes to etcd's.
+const wearFlushInterval = 5 * time.Second
+
 // health answers the probes: /livez when the process serves, /readyz and
-// /healthz when etcd answers too.
+// /healthz when etcd answers too. ?verbose lists each check, and warns of
+// an AES-GCM key that has encrypted more values than it should: a warning,
+// not a failure, since the server still serves.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	var checks []string
+	failed := false
 	if r.URL.Path != "/livez" {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		failed := ""
 		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithKeysOnly()); err != nil {
 			s.logger.WarnContext(ctx, "readiness check failed", "err", err)
-			failed = "[-]etcd failed: reason withheld\n"
+			checks, failed = append(checks, "[-]etcd failed: reason withheld"), true
+		} else {
+			checks = append(checks, "[+]etcd ok")
 		}
+		ready := true
 		for gr, c := range s.caches {
 			if !c.Ready() {
-				failed += "[-]watch cache " + gr.String() + " not ready\n"
+				checks, failed, ready = append(checks, "[-]watch cache "+gr.String()+" not ready"), true, false
 			}
 		}
-		if failed != "" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(failed + "readyz check failed\n"))
-			return
+		if ready {
+			checks = append(checks, "[+]watch caches ok")
 		}
+		wear := "[+]encryption-key-wear ok"
+		for _, k := range s.encryption.Wear().Keys() {
+			if k.Worn {
+				wear += "; warning: " + k.String()
+			}
+		}
+		checks = append(checks, wear)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ok"))
+	if failed {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	var b strings.Builder
+	for _, c := range checks {
+		if failed && strings.HasPrefix(c, "[-]") || r.URL.Query().Has("verbose") {
+			b.WriteString(c + "\n")
+		}
+	}
+	probe := strings.TrimPrefix(r.URL.Path, "/")
+	switch {
+	case failed:
+		b.WriteString(probe + " check failed\n")
+	case r.URL.Query().Has("verbose"):
+		b.WriteString(probe + " check passed\n")
+	default:
+		b.WriteString("ok")
+	}
+	w.Write([]byte(b.String()))
 }

@@ -80,6 +80,8 @@ type Encryption struct {
 	// failed is the hash of the last file that did not load, so that the
 	// same file is not loaded and logged again until it changes.
 	failed string
+	// wear counts the values each AES-GCM key encrypts.
+	wear *Wear
 }
 
 var _ value.ResourceTransformers = (*Encryption)(nil)
@@ -104,6 +106,7 @@ func LoadEncryption(ctx context.Context, path string, logger *slog.Logger) (*Enc
 		path:        path,
 		logger:      logger,
 		transformer: encryptionconfig.NewDynamicTransformers(cfg.Transformers, cfg.HealthChecks[0], closeTransformers, cfg.KMSCloseGracePeriod),
+		wear:        newWear(logger),
 	}
 	e.hash.Store(&cfg.EncryptionFileContentHash)
 	return e, nil
@@ -154,10 +157,14 @@ func checkEncryption(ctx context.Context, cfg *encryptionconfig.EncryptionConfig
 // TransformerForResource is the transformer of gr's objects under the
 // running configuration, whichever it is when a value passes through it.
 // A resource no provider covers is stored as it is, and a value of it
-// that is encrypted fails to read.
+// that is encrypted fails to read. Each value it encrypts with AES-GCM
+// counts in the key's wear.
 func (e *Encryption) TransformerForResource(gr schema.GroupResource) value.Transformer {
-	return e.transformer.TransformerForResource(gr)
+	return countingTransformer{Transformer: e.transformer.TransformerForResource(gr), wear: e.wear}
 }
+
+// Wear is the count of the values each AES-GCM key has encrypted.
+func (e *Encryption) Wear() *Wear { return e.wear }
 
 // Hash is the content hash, "sha256:<hex>" of the file's bytes, of the
 // configuration in force: the hash kube-apiserver reports in

@@ -404,3 +404,53 @@ func TestUndecryptableNamed(t *testing.T) {
 	}
 	f.readSecret(t, "a", "a-value")
 }
+
+// TestWearCountsAcrossServers: two servers' writes under one key add up
+// in etcd; writes that are not encrypted with AES-GCM do not count.
+func TestWearCountsAcrossServers(t *testing.T) {
+	key1 := newKey(t)
+	config := aesgcmConfig("secrets", [2]string{"key1", key1})
+	f := newReloadFixture(t, config)
+	other, err := storage.LoadEncryption(t.Context(), f.path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherStore, err := storage.New(f.etcd.Client(t), clientgoscheme.Scheme, other, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f.createSecret(t, fmt.Sprintf("a%d", i), "v")
+	}
+	for i := range 2 {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", i), Namespace: "default"}}
+		if err := otherStore.Create(t.Context(), secrets, storage.Key(secrets, "default", s.Name), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}}
+	if err := f.store.Create(t.Context(), configmaps, storage.Key(configmaps, "default", "c"), cm); err != nil {
+		t.Fatal(err)
+	}
+	f.enc.Wear().SetThreshold(4)
+	if got := f.enc.Wear().Keys(); len(got) != 1 || got[0].Name != "key1" || got[0].Writes != 3 || got[0].Worn {
+		t.Errorf("first server's wear before a flush: %+v, want key1: 3", got)
+	}
+	cli := f.etcd.Client(t)
+	if err := f.enc.Wear().Flush(t.Context(), cli); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Wear().Flush(t.Context(), cli); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.enc.Wear().Flush(t.Context(), cli); err != nil {
+		t.Fatal(err)
+	}
+	got := f.enc.Wear().Keys()
+	if len(got) != 1 || got[0].Writes != 5 || !got[0].Worn {
+		t.Errorf("wear after both flushed: %+v, want key1: 5, worn", got)
+	}
+	if strings.Contains(fmt.Sprint(got), key1) {
+		t.Errorf("the wear report holds the key: %v", got)
+	}
+}

@@ -134,13 +134,9 @@ func (r *Rotation) Run(ctx context.Context) error {
 		case phaseVerifying:
 			next, err = r.verify(ctx, j)
 		case phaseRemoving:
-			if _, err = r.editFile(ctx, j, (*configFile).removeOthers, phaseRemoving, "removed every key of the rotated rules but %s"); err == nil {
-				if err = r.waitLoaded(ctx); err == nil {
-					if err = r.deleteJournal(ctx, j); err == nil {
-						r.say("rotated: %d objects rewritten; aesgcm key %s is the only key of the rotated rules", j.Rewritten, j.NewKey)
-						return nil
-					}
-				}
+			if err = r.finish(ctx, j); err == nil {
+				r.say("rotated: %d objects rewritten; aesgcm key %s is the only key of the rotated rules", j.Rewritten, j.NewKey)
+				return nil
 			}
 		default:
 			err = fmt.Errorf("rotation journal %s: unknown phase %q", JournalKey, j.Phase)
@@ -343,6 +339,52 @@ func (r *Rotation) verify(ctx context.Context, j *journal) (string, error) {
 	r.say("%d objects are still not under key %s; rewriting again", len(left), j.NewKey)
 	j.Resource, j.After = "", ""
 	return phaseRewriting, nil
+}
+
+// finish removes the old keys from the file, waits until every server
+// runs it, forgets the old keys' wear and deletes the journal.
+func (r *Rotation) finish(ctx context.Context, j *journal) error {
+	if _, err := r.editFile(ctx, j, (*configFile).removeOthers, phaseRemoving, "removed every key of the rotated rules but %s"); err != nil {
+		return err
+	}
+	if err := r.waitLoaded(ctx); err != nil {
+		return err
+	}
+	if err := r.forgetWear(ctx); err != nil {
+		return err
+	}
+	return r.deleteJournal(ctx, j)
+}
+
+// forgetWear deletes the write counts of the AES-GCM keys the file no
+// longer has: a key of the same name later starts from zero.
+func (r *Rotation) forgetWear(ctx context.Context) error {
+	f, err := readConfigFile(r.ConfigPath)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, rc := range f.cfg.Resources {
+		for _, p := range rc.Providers {
+			for _, k := range aesKeys(p.AESGCM) {
+				keep[k.Name] = true
+			}
+		}
+	}
+	getCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := r.Etcd.Get(getCtx, storage.WearPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("read key wear: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		if name := strings.TrimPrefix(string(kv.Key), storage.WearPrefix); !keep[name] {
+			if _, err := r.Etcd.Delete(getCtx, string(kv.Key)); err != nil {
+				return fmt.Errorf("forget the wear of key %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (r *Rotation) loadJournal(ctx context.Context) (*journal, error) {
