@@ -199,3 +199,42 @@ func TestEncryptionReloadAndStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestEncryptionKMS: a cluster made with --encryption kms encrypts
+// Secrets through the KMS v2 plugin that up runs on DIR/kms.sock, and
+// reads them again after a restart.
+func TestEncryptionKMS(t *testing.T) {
+	c := e2etest.StartCluster(t, "--controllers=false", "--scheduler=false", "--encryption", "kms")
+	cs, _ := clientFor(t, c.AdminConf())
+	const value = "kms-secret-value-93a1"
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": value}}
+	if _, err := cs.CoreV1().Secrets("default").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if counts := encryptionStatus(t, c.Dir); counts["write kms key trustplane"] != 1 || counts["kms key trustplane"] != 1 || counts["identity"] != 0 {
+		t.Errorf("status of a KMS cluster: %v; want one secret under kms key trustplane", counts)
+	}
+	if out, errOut, err := e2etest.Run(t, "secrets-encrypt", "verify", "--dir", c.Dir); err != nil {
+		t.Errorf("verify: %v\n%s%s", err, out, errOut)
+	}
+	fi, err := os.Stat(datadir.Layout{Dir: c.Dir}.KMSKey())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("KMS key: %v, %v; want mode 0600", fi, err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.Start(t)
+	cs, _ = clientFor(t, c.AdminConf())
+	got, err := cs.CoreV1().Secrets("default").Get(t.Context(), "db", metav1.GetOptions{})
+	if err != nil || string(got.Data["password"]) != value {
+		t.Fatalf("the secret after a restart: %v, %v", got, err)
+	}
+	key, err := os.ReadFile(datadir.Layout{Dir: c.Dir}.KMSKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.Output(), strings.TrimSpace(string(key))) || strings.Contains(c.Output(), value) {
+		t.Errorf("the server's log holds the KMS key or a value")
+	}
+}
