@@ -263,6 +263,12 @@ func (r *Rotation) waitLoaded(ctx context.Context) error {
 func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 	newKey := Key{Provider: AESGCM, Name: j.NewKey}
 	workers := max(r.Workers, 1)
+	// For the progress: what is left when this run starts.
+	_, left, err := r.notUnder(ctx, j)
+	if err != nil {
+		return err
+	}
+	done := 0
 	start := 0
 	if j.Resource != "" {
 		start = slices.Index(j.Resources, j.Resource)
@@ -299,7 +305,8 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 			if err := r.saveJournal(ctx, j); err != nil {
 				return err
 			}
-			r.say("%s: rewrote %d objects (%d in all)", res, n, j.Rewritten)
+			done += n
+			r.say("%s: rewrote %d objects; %d of %d done (%d%%)", res, n, done, len(left), 100*done/max(len(left), 1))
 			return nil
 		})
 		if err != nil {
@@ -313,20 +320,13 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 // key, the old keys can go; else back to rewriting, at most MaxPasses
 // times.
 func (r *Rotation) verify(ctx context.Context, j *journal) (string, error) {
-	newKey := Key{Provider: AESGCM, Name: j.NewKey}
-	var grs []schema.GroupResource
-	for _, res := range j.Resources {
-		grs = append(grs, schema.ParseGroupResource(res))
-	}
-	var left []string
-	rev, err := r.Scanner.Scan(ctx, grs, 0, func(o Object) error {
-		if o.Under != newKey {
-			left = append(left, fmt.Sprintf("%s %s (%s)", o.Resource, o.Name, o.Under))
-		}
-		return nil
-	})
+	rev, objects, err := r.notUnder(ctx, j)
 	if err != nil {
 		return "", err
+	}
+	left := make([]string, len(objects))
+	for i, o := range objects {
+		left[i] = fmt.Sprintf("%s %s (%s)", o.Resource, o.Name, o.Under)
 	}
 	if len(left) == 0 {
 		r.say("verified: every object of %s is under aesgcm key %s at etcd revision %d", strings.Join(j.Resources, ", "), j.NewKey, rev)
@@ -385,6 +385,24 @@ func (r *Rotation) forgetWear(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// notUnder are the objects of the rotated resources not under the new
+// key, at the etcd revision it returns.
+func (r *Rotation) notUnder(ctx context.Context, j *journal) (int64, []Object, error) {
+	newKey := Key{Provider: AESGCM, Name: j.NewKey}
+	var grs []schema.GroupResource
+	for _, res := range j.Resources {
+		grs = append(grs, schema.ParseGroupResource(res))
+	}
+	var left []Object
+	rev, err := r.Scanner.Scan(ctx, grs, 0, func(o Object) error {
+		if o.Under != newKey {
+			left = append(left, o)
+		}
+		return nil
+	})
+	return rev, left, err
 }
 
 func (r *Rotation) loadJournal(ctx context.Context) (*journal, error) {
