@@ -22,6 +22,7 @@ import (
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/etcd/etcdtest"
+	"github.com/trustplane/trustplane/kms"
 )
 
 // aesgcmConfig is an EncryptionConfiguration of Secrets under AES-GCM
@@ -452,5 +453,72 @@ func TestWearCountsAcrossServers(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(got), key1) {
 		t.Errorf("the wear report holds the key: %v", got)
+	}
+}
+
+// TestEncryptionKMSPlugin stores a Secret through trustplane's KMS v2
+// plugin, over its socket; without the plugin, the configuration does not
+// load: Secrets are never written unencrypted for want of it.
+func TestEncryptionKMSPlugin(t *testing.T) {
+	dir := t.TempDir()
+	keyPath, socket := filepath.Join(dir, "kms.key"), filepath.Join(dir, "kms.sock")
+	if err := kms.NewKeyFile(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	config, err := kms.NewConfig(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "encryption-config.yaml")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := storage.LoadEncryption(ctx, path, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("a KMS configuration loaded without its plugin")
+	}
+
+	p, err := kms.Load(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := kms.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pluginCtx, stopPlugin := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(pluginCtx, ln) }()
+	defer func() {
+		stopPlugin()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	enc, err := storage.LoadEncryption(ctx, path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := etcdtest.Start(t)
+	store, err := storage.New(e.Client(t), clientgoscheme.Scheme, enc, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := storage.Key(secrets, "default", "db")
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Data: map[string][]byte{"v": []byte("kms-plain-value")}}
+	if err := store.Create(ctx, secrets, key, s); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.Client(t).Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("raw get: %v %v", resp, err)
+	}
+	if v := resp.Kvs[0].Value; !bytes.HasPrefix(v, []byte("k8s:enc:kms:v2:trustplane:")) || bytes.Contains(v, []byte("kms-plain-value")) {
+		t.Errorf("stored as %q..., want the KMS v2 prefix and no plain text", v[:min(len(v), 30)])
+	}
+	got := &corev1.Secret{}
+	if err := store.Get(ctx, secrets, key, got); err != nil || string(got.Data["v"]) != "kms-plain-value" {
+		t.Errorf("read back %v, %v", got.Data, err)
 	}
 }
