@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -235,4 +239,69 @@ func TestSecretsEncryptRotateResumes(t *testing.T) {
 		t.Fatalf("a second rotation: %v\n%s%s", err, out, errOut)
 	}
 	checkRotated(t, c, "key3")
+}
+
+// TestSecretsEncryptRotateRandomKills kills rotate with SIGKILL after a
+// random number of its output lines, run after run, until a run ends on
+// its own: it must end the rotation, whatever the points it was cut at.
+func TestSecretsEncryptRotateRandomKills(t *testing.T) {
+	c := e2etest.StartCluster(t, "--controllers=false", "--scheduler=false")
+	cs, _ := clientFor(t, c.AdminConf())
+	const n = 60
+	ns := rotationNamespace(t, cs, n)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	for run := 1; ; run++ {
+		if run > 60 {
+			t.Fatal("60 runs did not end the rotation")
+		}
+		killAfter := 1 + rng.IntN(10)
+		done, out := runKilledAfter(t, killAfter, "secrets-encrypt", "rotate", "--dir", c.Dir, "--page-size", "5", "--qps", "100", "--workers", "2")
+		t.Logf("run %d, killed after %d lines unless done (%v):\n%s", run, killAfter, done, out)
+		if done {
+			break
+		}
+	}
+	checkRotated(t, c, "key2")
+	for i := range n {
+		got, err := cs.CoreV1().Secrets(ns).Get(t.Context(), fmt.Sprintf("s%03d", i), metav1.GetOptions{})
+		if err != nil || string(got.Data["password"]) != "rotation-secret-value" {
+			t.Fatalf("secret s%03d after the rotation: %v", i, err)
+		}
+	}
+}
+
+// runKilledAfter runs the binary with args and kills it with SIGKILL once
+// it has printed lines lines. done is whether it exited on its own first,
+// which must be with status 0.
+func runKilledAfter(t *testing.T, lines int, args ...string) (done bool, output string) {
+	t.Helper()
+	cmd := exec.Command(e2etest.Binary(t), args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for seen := 0; seen < lines && sc.Scan(); seen++ {
+		out.WriteString(sc.Text() + "\n")
+	}
+	if seen := strings.Count(out.String(), "\n"); seen < lines {
+		// It ended before: on its own.
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("rotate exited: %v\n%s%s", err, out.String(), errOut.String())
+		}
+		return true, out.String()
+	}
+	cmd.Process.Kill()
+	for sc.Scan() {
+	}
+	cmd.Wait()
+	return false, out.String()
 }
