@@ -34,7 +34,7 @@ func TestReadyzWarnsOfKeyWear(t *testing.T) {
 		}
 		return string(body)
 	}
-	if body := readyz(); !strings.Contains(body, "[+]etcd ok") || strings.Contains(body, "warning") {
+	if body := readyz(); !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]kms-providers ok") || strings.Contains(body, "warning") {
 		t.Errorf("/readyz?verbose before any write:\n%s", body)
 	}
 	for i := range 4 {

@@ -510,6 +510,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		if ready {
 			checks = append(checks, "[+]watch caches ok")
 		}
+		// Without its KMS plugin the server can neither read nor write
+		// what the plugin protects.
+		if err := s.encryption.Check(r); err != nil {
+			s.logger.WarnContext(ctx, "readiness check failed: KMS plugin", "err", err)
+			checks, failed = append(checks, "[-]kms-providers failed: reason withheld"), true
+		} else {
+			checks = append(checks, "[+]kms-providers ok")
+		}
 		wear := "[+]encryption-key-wear ok"
 		for _, k := range s.encryption.Wear().Keys() {
 			if k.Worn {

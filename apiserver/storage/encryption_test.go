@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -487,12 +489,15 @@ func TestEncryptionKMSPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pluginCtx, stopPlugin := context.WithCancel(t.Context())
+	pluginCtx, cancelPlugin := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(pluginCtx, ln) }()
+	stopPlugin := sync.OnceValue(func() error {
+		cancelPlugin()
+		return <-served
+	})
 	defer func() {
-		stopPlugin()
-		if err := <-served; err != nil {
+		if err := stopPlugin(); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -521,4 +526,15 @@ func TestEncryptionKMSPlugin(t *testing.T) {
 	if err := store.Get(ctx, secrets, key, got); err != nil || string(got.Data["v"]) != "kms-plain-value" {
 		t.Errorf("read back %v, %v", got.Data, err)
 	}
+
+	// The health check follows the plugin: it passes, and fails once the
+	// plugin is gone (its last answer is kept up to 20 seconds).
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	if err := enc.Check(req); err != nil {
+		t.Errorf("health check with the plugin up: %v", err)
+	}
+	if err := stopPlugin(); err != nil {
+		t.Error(err)
+	}
+	waitFor(t, func() bool { return enc.Check(req) != nil }, func() string { return "the health check still passes without the plugin" })
 }
