@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn/oidc"
@@ -51,6 +52,11 @@ type Options struct {
 	ServiceClusterIPRange string
 	// ServiceNodePortRange is the range of node ports, "30000-32767".
 	ServiceNodePortRange string
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the seconds of the
+	// tolerations of the not-ready and unreachable NoExecute taints that
+	// a pod without them is given (admission.DefaultTolerationSeconds).
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 }
 
 // Defaults of the Service ranges, as kubeadm's and kube-apiserver's.
@@ -80,6 +86,9 @@ func NewOptions() *Options {
 		AdmissionPolicyTimeout: opa.DefaultTimeout,
 		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
 		ServiceNodePortRange:   DefaultServiceNodePortRange,
+
+		DefaultNotReadyTolerationSeconds:    admission.KubeDefaultTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: admission.KubeDefaultTolerationSeconds,
 	}
 }
 
@@ -115,6 +124,12 @@ func (o *Options) Validate() error {
 	if _, err := allocator.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
+	if o.DefaultNotReadyTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-not-ready-toleration-seconds %d is negative", o.DefaultNotReadyTolerationSeconds))
+	}
+	if o.DefaultUnreachableTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds %d is negative", o.DefaultUnreachableTolerationSeconds))
+	}
 	return errors.Join(errs...)
 }
 
@@ -127,6 +142,11 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	l := datadir.Layout{Dir: o.DataDir}
 	serving, err := pki.LoadKeyPair(l.PKI(), pki.APIServerName)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The CA follows the server's certificate, so that a joining node
+	// checks it against the pin that token create printed.
+	if serving, err = pki.WithIssuer(serving, filepath.Join(l.PKI(), pki.ClusterCAName+".crt")); err != nil {
 		return nil, nil, err
 	}
 	clientCA, err := pki.LoadCertPool(filepath.Join(l.PKI(), pki.ClusterCAName+".crt"))
@@ -212,6 +232,9 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		MaxRequestsInFlight: o.MaxRequestsInFlight,
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		Logger:              logger,
+
+		DefaultNotReadyTolerationSeconds:    &o.DefaultNotReadyTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: &o.DefaultUnreachableTolerationSeconds,
 	}
 	closeAll := func() error { return errors.Join(etcdClient.Close(), auditLog.Close()) }
 	return c, closeAll, nil

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn"
@@ -101,6 +102,12 @@ type Config struct {
 	ServiceIPRange allocator.IPRange
 	NodePortRange  allocator.PortRange
 	Logger         *slog.Logger
+
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the seconds of the
+	// tolerations a pod created without them is given; nil is
+	// kube-apiserver's default, 300.
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds *int64
 
 	// Tests only: extraAdmission plugins go last in the admission chains;
 	// observeWrite is told of each stage a write enters.
@@ -281,7 +288,18 @@ func New(c Config) (*Server, error) {
 			return nil, fmt.Errorf("admission policies: %s cannot be replicated: it is not a stored resource", gr)
 		}
 	}
-	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
+	notReadySecs, unreachableSecs := admission.KubeDefaultTolerationSeconds, admission.KubeDefaultTolerationSeconds
+	if c.DefaultNotReadyTolerationSeconds != nil {
+		notReadySecs = *c.DefaultNotReadyTolerationSeconds
+	}
+	if c.DefaultUnreachableTolerationSeconds != nil {
+		unreachableSecs = *c.DefaultUnreachableTolerationSeconds
+	}
+	tolerations, err := admission.NewDefaultTolerationSeconds(notReadySecs, unreachableSecs)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, tolerations, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
 	if err != nil {
 		return nil, err
 	}

@@ -13,5 +13,5 @@
 // expire.
 //
 // The package talks to the API server only: it imports neither the
-// server nor etcd (DESIGN.md, rule 1; TestNoServerImports).
+// server nor etcd (DESIGN.md, rule 1; cmd/trustplane's TestClientsReachNoServer).
 package controllers

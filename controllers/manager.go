@@ -43,6 +43,8 @@ type controllerContext struct {
 	rootCA []byte
 	// signer signs node client certificates; nil without a signing CA.
 	signer *csrSigner
+	// nodeLifecycle configures the node lifecycle controller.
+	nodeLifecycle NodeLifecycleConfig
 }
 
 // metadataClients are the clients of a controller that reads every kind
@@ -67,18 +69,20 @@ func (c *controllerContext) metadataClients(controller string) (metadata.Interfa
 // controllers are the controllers the manager runs, by the name
 // --controllers takes, each with its constructor.
 var controllers = map[string]func(*controllerContext) (runner, error){
-	"serviceaccount":         newServiceAccountController,
-	"root-ca-cert-publisher": newRootCAPublisher,
-	"namespace":              newNamespaceController,
-	"replicaset":             newReplicaSetController,
-	"deployment":             newDeploymentController,
-	"endpointslice":          newEndpointSliceController,
-	"statefulset":            newStatefulSetController,
-	"daemonset":              newDaemonSetController,
-	"garbagecollector":       newGarbageCollector,
-	"csrapproving":           newCSRApprovingController,
-	"csrsigning":             newCSRSigningController,
-	"tokencleaner":           newTokenCleaner,
+	"serviceaccount":            newServiceAccountController,
+	"root-ca-cert-publisher":    newRootCAPublisher,
+	"namespace":                 newNamespaceController,
+	"replicaset":                newReplicaSetController,
+	"deployment":                newDeploymentController,
+	"endpointslice":             newEndpointSliceController,
+	"statefulset":               newStatefulSetController,
+	"daemonset":                 newDaemonSetController,
+	"garbagecollector":          newGarbageCollector,
+	"csrapproving":              newCSRApprovingController,
+	"csrsigning":                newCSRSigningController,
+	"tokencleaner":              newTokenCleaner,
+	"nodelifecycle":             newNodeLifecycleController,
+	"taint-eviction-controller": newTaintEvictionController,
 }
 
 // Names are the names of every controller, sorted.
@@ -127,9 +131,12 @@ func Select(list []string) ([]string, error) {
 // Options configure the controller manager.
 type Options struct {
 	// Config is the controller manager's own identity, with which it
-	// obtains the controllers' tokens and nothing else. Its QPS and
-	// Burst, when zero, are kube-controller-manager's: 20 and 30.
+	// obtains the controllers' tokens and nothing else.
 	Config *rest.Config
+	// QPS and Burst limit each controller's client; when zero, Config's,
+	// else kube-controller-manager's defaults: 20 and 30.
+	QPS   float32
+	Burst int
 	// Controllers are the names of the controllers to run (Select).
 	Controllers []string
 	// Workers is how many keys each controller syncs at once.
@@ -147,6 +154,9 @@ type Options struct {
 	// ClusterSigningDuration is how long the certificates it signs live
 	// at most; a year when zero, kube's default.
 	ClusterSigningDuration time.Duration
+	// NodeLifecycle configures the nodelifecycle controller; its zero
+	// fields are kube's defaults.
+	NodeLifecycle NodeLifecycleConfig
 }
 
 // Run runs the controllers until ctx is done, while this instance leads:
@@ -167,8 +177,8 @@ func Run(ctx context.Context, o Options) error {
 	// ReplicaSet of hundreds of pods. kube-controller-manager's defaults
 	// (--kube-api-qps, --kube-api-burst).
 	o.Config = rest.CopyConfig(o.Config)
-	o.Config.QPS = cmp.Or(o.Config.QPS, 20)
-	o.Config.Burst = cmp.Or(o.Config.Burst, 30)
+	o.Config.QPS = cmp.Or(o.QPS, o.Config.QPS, 20)
+	o.Config.Burst = cmp.Or(o.Burst, o.Config.Burst, 30)
 	rootCA := o.Config.CAData
 	if len(rootCA) == 0 && o.Config.CAFile != "" {
 		var err error
@@ -189,6 +199,9 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("controller manager: %w", err)
 		}
 		signer = &csrSigner{ca: ca, duration: cmp.Or(o.ClusterSigningDuration, 365*24*time.Hour)}
+	}
+	if err := o.NodeLifecycle.validate(); err != nil {
+		return fmt.Errorf("controller manager: %w", err)
 	}
 	manager, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
@@ -261,7 +274,7 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 		if err != nil {
 			return err
 		}
-		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA, signer: signer})
+		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA, signer: signer, nodeLifecycle: o.NodeLifecycle})
 		if err != nil {
 			return err
 		}

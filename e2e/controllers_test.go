@@ -59,15 +59,22 @@ func tokenClient(t *testing.T, admin kubernetes.Interface, adminCfg *rest.Config
 // waitFor polls cond every 100ms until it holds or 20s have passed.
 func waitFor(t *testing.T, what string, cond func(ctx context.Context) error) {
 	t.Helper()
+	waitWithin(t, 20*time.Second, what, cond)
+}
+
+// waitWithin is waitFor with a bound of its own, for what takes its time
+// by design (a certificate's renewal).
+func waitWithin(t testing.TB, bound time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
 	ctx := t.Context()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(bound)
 	for {
 		err := cond(ctx)
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s: %v", what, err)
+			t.Fatalf("%s: not within %s: %v", what, bound, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -127,6 +127,26 @@ func withCert(t *testing.T, cfg *rest.Config, certPEM []byte, key *ecdsa.Private
 	return cs
 }
 
+// tokenCreate runs trustplane token create with args and returns what it
+// printed, by field: token, ca-cert-hash, expires.
+func tokenCreate(t testing.TB, c *e2etest.Cluster, args ...string) map[string]string {
+	t.Helper()
+	stdout, stderr, err := e2etest.Run(t, append([]string{"token", "create", "--kubeconfig", c.AdminConf()}, args...)...)
+	if err != nil {
+		t.Fatalf("token create: %v\n%s", err, stderr)
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		fields[k] = v
+	}
+	id, secret, _ := strings.Cut(fields["token"], ".")
+	if len(id) != 6 || len(secret) != 16 {
+		t.Fatalf("token create printed %q", stdout)
+	}
+	return fields
+}
+
 func whoami(ctx context.Context, cs kubernetes.Interface) (string, error) {
 	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
@@ -147,20 +167,9 @@ func TestNodeJoin(t *testing.T) {
 	admin, adminCfg := clientFor(t, c.AdminConf())
 	ctx := t.Context()
 
-	stdout, stderr, err := e2etest.Run(t, "token", "create", "--kubeconfig", c.AdminConf(), "--ttl", "1h", "--description", "rack 4")
-	if err != nil {
-		t.Fatalf("token create: %v\n%s", err, stderr)
-	}
-	fields := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		fields[k] = v
-	}
+	fields := tokenCreate(t, c, "--ttl", "1h", "--description", "rack 4")
 	token := fields["token"]
 	id, secret, _ := strings.Cut(token, ".")
-	if len(id) != 6 || len(secret) != 16 {
-		t.Fatalf("token create printed %q", stdout)
-	}
 	// The pin is kubeadm's: sha256 of the CA's public key.
 	caPEM, err := os.ReadFile(filepath.Join(c.Dir, "pki", "ca.crt"))
 	if err != nil {
@@ -175,7 +184,7 @@ func TestNodeJoin(t *testing.T) {
 	if want := "sha256:" + hex.EncodeToString(sum[:]); fields["ca-cert-hash"] != want {
 		t.Errorf("ca-cert-hash %q, want %q", fields["ca-cert-hash"], want)
 	}
-	stdout, _, err = e2etest.Run(t, "token", "list", "--kubeconfig", c.AdminConf())
+	stdout, _, err := e2etest.Run(t, "token", "list", "--kubeconfig", c.AdminConf())
 	if err != nil || !strings.Contains(string(stdout), id) || !strings.Contains(string(stdout), "rack 4") || strings.Contains(string(stdout), secret) {
 		t.Errorf("token list: %v\n%s; want the id and description, never the secret", err, stdout)
 	}

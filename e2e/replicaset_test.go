@@ -37,6 +37,8 @@ type podRecorder struct {
 	// none); count and most count them by controller.
 	controllerOf map[string]types.UID
 	count, most  map[types.UID]int
+	// mostActive is the most active pods of all controllers at once.
+	mostActive int
 	// seen is, by pod, each controller it had, in order ("" for none).
 	seen map[string][]types.UID
 }
@@ -71,6 +73,14 @@ func (r *podRecorder) observe(pod *corev1.Pod, deleted bool) {
 	r.controllerOf[pod.Name] = uid
 	r.count[uid]++
 	r.most[uid] = max(r.most[uid], r.count[uid])
+	r.mostActive = max(r.mostActive, len(r.controllerOf))
+}
+
+// mostActivePods is the most active pods of all controllers held at once.
+func (r *podRecorder) mostActivePods() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mostActive
 }
 
 // mostPods is the most active pods that the controller uid held at once.

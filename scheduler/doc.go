@@ -20,5 +20,5 @@
 // (rbac.schedulerRole): it reads pods, nodes and namespaces, binds pods,
 // writes their status and its events and Lease, and reads no Secret. It
 // talks to the API server only: it imports neither the server nor etcd
-// (DESIGN.md, rule 1; TestNoServerImports).
+// (DESIGN.md, rule 1; cmd/trustplane's TestClientsReachNoServer).
 package scheduler

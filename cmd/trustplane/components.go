@@ -120,6 +120,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.DurationVar(&o.AdmissionPolicyTimeout, "admission-policy-timeout", o.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
+	addTolerationFlags(fs, o)
 	mem.addTo(fs)
 	return cmd
 }

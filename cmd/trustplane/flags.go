@@ -42,6 +42,16 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.apiserver.AdmissionPolicyTimeout, "admission-policy-timeout", f.apiserver.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	fs.StringVar(&f.apiserver.ServiceClusterIPRange, "service-cluster-ip-range", f.apiserver.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&f.apiserver.ServiceNodePortRange, "service-node-port-range", f.apiserver.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
+	addTolerationFlags(fs, f.apiserver)
+}
+
+// addTolerationFlags adds kube-apiserver's flags of the
+// DefaultTolerationSeconds admission plugin.
+func addTolerationFlags(fs *pflag.FlagSet, o *apiserver.Options) {
+	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds,
+		"seconds of the toleration of node.kubernetes.io/not-ready:NoExecute given to every pod created without one")
+	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds,
+		"seconds of the toleration of node.kubernetes.io/unreachable:NoExecute given to every pod created without one")
 }
 
 func (f *clusterFlags) validate() error {

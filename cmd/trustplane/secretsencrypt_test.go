@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -26,16 +25,7 @@ import (
 
 func secretsEncryptRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(append([]string{"secrets-encrypt"}, args...))
-	err := cmd.ExecuteContext(t.Context())
-	if err != nil && err.Error() != "" {
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), exitCode(err)
+	return runRoot(t, append([]string{"secrets-encrypt"}, args...)...)
 }
 
 func randomKey(t *testing.T) string {

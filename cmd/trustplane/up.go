@@ -20,16 +20,19 @@ func newUpCommand() *cobra.Command {
 	var etcdServers []string
 	runControllers := true
 	var signing clusterSigningFlags
+	var lifecycle nodeLifecycleFlags
 	runSched := true
+	var nodes int
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Initialise the data directory if needed and run etcd, the API server, the scheduler and the controllers",
 		Long: `Run a control plane in one process: etcd (unless --etcd-servers names an external
 one), the API server, the scheduler (unless --scheduler=false) and the
-controller manager (unless --controllers=false), each connecting to the
-others over mutual TLS with its own credentials. When the encryption
-configuration names DIR/kms.sock (init --encryption kms), the KMS v2 plugin
-runs too, before the API server and stopped after it.
+controller manager (unless --controllers=false), and --nodes node agents
+(trustplane node), each connecting to the others over mutual TLS with its
+own credentials. When the encryption configuration names DIR/kms.sock
+(init --encryption kms), the KMS v2 plugin runs too, before the API server
+and stopped after it.
 SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -40,6 +43,12 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				return err
 			}
 			if err := mem.validate(); err != nil {
+				return err
+			}
+			if nodes < 0 {
+				return fmt.Errorf("--nodes %d: want 0 or more", nodes)
+			}
+			if err := lifecycle.validate(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := runInit(cmd, f); err != nil {
@@ -86,11 +95,11 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			// scheduler, which give their Leases up on the way out.
 			serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 			defer stopServer()
-			managerDone, schedulerDone := make(chan struct{}), make(chan struct{})
+			managerDone, schedulerDone, nodesDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			go func() {
 				<-ctx.Done()
 				timeout := time.After(5 * time.Second)
-				for _, done := range []chan struct{}{managerDone, schedulerDone} {
+				for _, done := range []chan struct{}{managerDone, schedulerDone, nodesDone} {
 					select {
 					case <-done:
 					case <-timeout:
@@ -115,6 +124,17 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				} else {
 					close(schedulerDone)
 				}
+				if nodes > 0 {
+					go func() {
+						defer close(nodesDone)
+						if err := runLocalNodes(ctx, o.DataDir, f.serverURL(), nodes, logger.With("component", "node")); err != nil {
+							logger.Error("node agents failed; stopping", "err", err)
+							cancel()
+						}
+					}()
+				} else {
+					close(nodesDone)
+				}
 				if !runControllers {
 					close(managerDone)
 					return
@@ -125,7 +145,9 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 					defer close(managerDone)
 					kubeconfig := datadir.Layout{Dir: o.DataDir}.Kubeconfig("controller-manager")
 					signing.defaults(o.DataDir)
-					if err := runControllerManager(ctx, kubeconfig, signing.options(controllers.Names(), 5, logger.With("component", "controller-manager"))); err != nil {
+					co := signing.options(controllers.Names(), 5, logger.With("component", "controller-manager"))
+					co.NodeLifecycle = lifecycle.config
+					if err := runControllerManager(ctx, kubeconfig, co); err != nil {
 						logger.Error("controller manager failed; stopping", "err", err)
 						cancel()
 					}
@@ -138,7 +160,9 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "run this many node agents too, node-0…, their certificates in DIR/nodes (trustplane node runs them elsewhere)")
 	signing.addTo(cmd.Flags())
+	lifecycle.addTo(cmd.Flags())
 	cmd.Flags().StringSliceVar(&etcdServers, "etcd-servers", nil, "use the etcd at these client URLs instead of the embedded one")
 	return cmd
 }
