@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/datadir"
@@ -22,6 +23,7 @@ func newUpCommand() *cobra.Command {
 	var signing clusterSigningFlags
 	var lifecycle nodeLifecycleFlags
 	runSched := true
+	var schedulerConfig string
 	var nodes int
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -50,6 +52,19 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 			}
 			if err := lifecycle.validate(cmd.Flags()); err != nil {
 				return err
+			}
+			// The scheduler's configuration is refused before anything
+			// starts, as `trustplane scheduler --config` refuses it.
+			sched := newSchedulerFlags()
+			if schedulerConfig != "" {
+				c, err := scheduler.LoadConfig(schedulerConfig)
+				if err != nil {
+					return fmt.Errorf("--scheduler-config: %w", err)
+				}
+				sched.applyConfig(c, pflag.NewFlagSet("up", pflag.ContinueOnError))
+				if err := sched.validate(); err != nil {
+					return fmt.Errorf("--scheduler-config: %w", err)
+				}
 			}
 			if err := runInit(cmd, f); err != nil {
 				return err
@@ -114,9 +129,10 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				if runSched {
 					go func() {
 						defer close(schedulerDone)
-						f := newSchedulerFlags()
-						f.kubeconfig = datadir.Layout{Dir: o.DataDir}.Kubeconfig("scheduler")
-						if err := runScheduler(ctx, f, scheduler.NewIdentity(), logger.With("component", "scheduler")); err != nil {
+						if sched.kubeconfig == "" {
+							sched.kubeconfig = datadir.Layout{Dir: o.DataDir}.Kubeconfig("scheduler")
+						}
+						if err := runScheduler(ctx, sched, scheduler.NewIdentity(), logger.With("component", "scheduler")); err != nil {
 							logger.Error("scheduler failed; stopping", "err", err)
 							cancel()
 						}
@@ -159,6 +175,7 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 	e.addTo(cmd.Flags())
 	mem.addTo(cmd.Flags())
 	cmd.Flags().BoolVar(&runSched, "scheduler", runSched, "run the scheduler too (trustplane scheduler runs it alone)")
+	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "the scheduler's KubeSchedulerConfiguration file (as trustplane scheduler --config)")
 	cmd.Flags().BoolVar(&runControllers, "controllers", runControllers, "run the controller manager too (trustplane controller-manager runs it alone)")
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "run this many node agents too, node-0…, their certificates in DIR/nodes (trustplane node runs them elsewhere)")
 	signing.addTo(cmd.Flags())
