@@ -156,7 +156,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if _, err := os.Stat(l.EncryptionConfig()); err != nil {
 		return nil, nil, fmt.Errorf("encryption config: %w (run trustplane init)", err)
 	}
-	transformers, err := storage.LoadEncryption(ctx, l.EncryptionConfig())
+	encryption, err := storage.LoadEncryption(ctx, l.EncryptionConfig(), logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -211,7 +211,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		ServingCert:         serving,
 		ClientCA:            clientCA,
 		Etcd:                etcdClient,
-		Transformers:        transformers,
+		Encryption:          encryption,
 		AuditPolicy:         policy,
 		AuditSink:           auditLog,
 		AdmissionPolicies:   policies,

@@ -133,6 +133,10 @@ func runAPIServer(ctx context.Context, o *apiserver.Options, logger *slog.Logger
 		return err
 	}
 	defer closeConfig()
+	// Where etcd is, for the commands that read it as the server does.
+	if err := datadir.WriteEtcdServers(datadir.Layout{Dir: o.DataDir}, o.EtcdServers); err != nil {
+		return err
+	}
 	srv, err := apiserver.New(*cfg)
 	if err != nil {
 		return err

@@ -22,10 +22,11 @@ type clusterFlags struct {
 	advertiseAddress string
 	extraSANs        []string
 	certValidity     time.Duration
+	encryption       string
 }
 
 func newClusterFlags() *clusterFlags {
-	return &clusterFlags{apiserver: apiserver.NewOptions(), certValidity: pki.DefaultLeafValidity}
+	return &clusterFlags{apiserver: apiserver.NewOptions(), certValidity: pki.DefaultLeafValidity, encryption: datadir.EncryptionAESGCM}
 }
 
 func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.advertiseAddress, "advertise-address", "", "IP address clients reach the API server at (default: the bind address, or 127.0.0.1 when it binds all addresses)")
 	fs.StringSliceVar(&f.extraSANs, "apiserver-cert-extra-sans", nil, "extra DNS names and IP addresses for the serving certificates")
 	fs.DurationVar(&f.certValidity, "cert-validity", f.certValidity, "validity of issued leaf certificates")
+	fs.StringVar(&f.encryption, "encryption", f.encryption, "provider of a new encryption configuration: aesgcm, or kms for the KMS v2 plugin that up runs (key in DIR/pki/kms.key); an existing configuration is kept")
 	fs.StringVar(&f.apiserver.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 	fs.StringVar(&f.apiserver.AdmissionPolicyDir, "admission-policy-dir", "", "directory of the Rego admission policies (default DIR/policies)")
 	fs.DurationVar(&f.apiserver.AdmissionPolicyTimeout, "admission-policy-timeout", f.apiserver.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
@@ -56,6 +58,9 @@ func (f *clusterFlags) validate() error {
 	var errs []error
 	if f.advertiseAddress != "" && net.ParseIP(f.advertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("--advertise-address %q is not an IP address", f.advertiseAddress))
+	}
+	if f.encryption != datadir.EncryptionAESGCM && f.encryption != datadir.EncryptionKMS {
+		errs = append(errs, fmt.Errorf("--encryption %q: want aesgcm or kms", f.encryption))
 	}
 	if f.certValidity <= 0 {
 		errs = append(errs, fmt.Errorf("--cert-validity %s must be positive", f.certValidity))
@@ -85,5 +90,6 @@ func (f *clusterFlags) initOptions() datadir.Options {
 		Hosts:        hosts,
 		APIServerURL: f.serverURL(),
 		LeafValidity: f.certValidity,
+		Encryption:   f.encryption,
 	}
 }

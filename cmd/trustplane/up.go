@@ -32,7 +32,9 @@ func newUpCommand() *cobra.Command {
 one), the API server, the scheduler (unless --scheduler=false) and the
 controller manager (unless --controllers=false), and --nodes node agents
 (trustplane node), each connecting to the others over mutual TLS with its
-own credentials.
+own credentials. When the encryption configuration names DIR/kms.sock
+(init --encryption kms), the KMS v2 plugin runs too, before the API server
+and stopped after it.
 SIGINT or SIGTERM stop it; a restart keeps all data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +76,13 @@ SIGINT or SIGTERM stop it; a restart keeps all data.`,
 				return err
 			}
 			o := *f.apiserver
+			// The plugin stops after the API server, which may call it
+			// until it has stopped.
+			stopKMS, err := startKMSPlugin(ctx, datadir.Layout{Dir: o.DataDir}, logger, cancel)
+			if err != nil {
+				return err
+			}
+			defer stopKMS()
 			if len(etcdServers) > 0 {
 				o.EtcdServers = etcdServers
 			} else {
