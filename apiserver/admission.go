@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"errors"
+
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -11,10 +13,11 @@ import (
 // admissionChains are the mutating and the validating admission chains,
 // each in kube-apiserver's plugin order. A plugin is in the chain of each
 // interface it implements: of the built-in plugins, ServiceAccount
-// mutates (and validates), the others only validate; extra
+// mutates (and validates), DefaultTolerationSeconds (tolerations, built
+// from the server's flags) only mutates, the others only validate; extra
 // plugins (the Rego stage, which mutates and validates, as kube's
 // admission webhooks) go last.
-func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
+func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, tolerations *admission.DefaultTolerationSeconds, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
 	lifecycle, err := admission.NewNamespaceLifecycle(reader)
 	if err != nil {
 		return nil, nil, err
@@ -39,10 +42,13 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
-	// CertificateApproval, CertificateSigning and
-	// CertificateSubjectRestriction come after NodeRestriction in kube's
-	// order, as here.
-	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, certificates, escalation}, extra...)
+	if tolerations == nil {
+		return nil, nil, errors.New("admission: the DefaultTolerationSeconds plugin is nil")
+	}
+	// DefaultTolerationSeconds, then CertificateApproval,
+	// CertificateSigning and CertificateSubjectRestriction come after
+	// NodeRestriction in kube's order, as here.
+	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, tolerations, certificates, escalation}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

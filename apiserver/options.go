@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn/oidc"
@@ -51,6 +52,11 @@ type Options struct {
 	ServiceClusterIPRange string
 	// ServiceNodePortRange is the range of node ports, "30000-32767".
 	ServiceNodePortRange string
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the seconds of the
+	// tolerations of the not-ready and unreachable NoExecute taints that
+	// a pod without them is given (admission.DefaultTolerationSeconds).
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
 	// Audit is how the audit log rotates, and the webhook backend (see
 	// auditoptions.go).
 	Audit AuditOptions
@@ -83,7 +89,10 @@ func NewOptions() *Options {
 		AdmissionPolicyTimeout: opa.DefaultTimeout,
 		ServiceClusterIPRange:  DefaultServiceClusterIPRange,
 		ServiceNodePortRange:   DefaultServiceNodePortRange,
-		Audit:                  DefaultAuditOptions(),
+
+		DefaultNotReadyTolerationSeconds:    admission.KubeDefaultTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: admission.KubeDefaultTolerationSeconds,
+		Audit:                               DefaultAuditOptions(),
 	}
 }
 
@@ -119,6 +128,12 @@ func (o *Options) Validate() error {
 	if _, err := allocator.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
+	if o.DefaultNotReadyTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-not-ready-toleration-seconds %d is negative", o.DefaultNotReadyTolerationSeconds))
+	}
+	if o.DefaultUnreachableTolerationSeconds < 0 {
+		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds %d is negative", o.DefaultUnreachableTolerationSeconds))
+	}
 	errs = append(errs, o.Audit.validate())
 	return errors.Join(errs...)
 }
@@ -146,7 +161,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if _, err := os.Stat(l.EncryptionConfig()); err != nil {
 		return nil, nil, fmt.Errorf("encryption config: %w (run trustplane init)", err)
 	}
-	transformers, err := storage.LoadEncryption(ctx, l.EncryptionConfig())
+	encryption, err := storage.LoadEncryption(ctx, l.EncryptionConfig(), logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,7 +216,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		ServingCert:         serving,
 		ClientCA:            clientCA,
 		Etcd:                etcdClient,
-		Transformers:        transformers,
+		Encryption:          encryption,
 		AuditPolicy:         policy,
 		AuditSink:           auditSink,
 		AdmissionPolicies:   policies,
@@ -222,6 +237,9 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		MaxRequestsInFlight: o.MaxRequestsInFlight,
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		Logger:              logger,
+
+		DefaultNotReadyTolerationSeconds:    &o.DefaultNotReadyTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: &o.DefaultUnreachableTolerationSeconds,
 	}
 	closeAll := func() error { return errors.Join(etcdClient.Close(), closeAudit()) }
 	return c, closeAll, nil

@@ -63,3 +63,21 @@ jwt:
 		})
 	}
 }
+
+// Negative default toleration seconds are refused, each named.
+func TestOptionsRefuseNegativeTolerationSeconds(t *testing.T) {
+	o := NewOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	if o.DefaultNotReadyTolerationSeconds != 300 || o.DefaultUnreachableTolerationSeconds != 300 {
+		t.Errorf("default toleration seconds %d and %d, want kube-apiserver's 300", o.DefaultNotReadyTolerationSeconds, o.DefaultUnreachableTolerationSeconds)
+	}
+	o.DefaultNotReadyTolerationSeconds, o.DefaultUnreachableTolerationSeconds = -1, -2
+	err := o.Validate()
+	for _, want := range []string{"--default-not-ready-toleration-seconds -1", "--default-unreachable-toleration-seconds -2"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to name %s", err, want)
+		}
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,11 +22,11 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/allocator"
 	"github.com/trustplane/trustplane/apiserver/authn"
@@ -56,10 +58,11 @@ type Config struct {
 	ClientCA *x509.CertPool
 	// Etcd is the client to etcd, as the API server's etcd identity.
 	Etcd *clientv3.Client
-	// Transformers encrypt resources at rest; Secrets must have one.
-	Transformers map[schema.GroupResource]value.Transformer
-	AuditPolicy  *audit.Policy
-	AuditSink    AuditSink
+	// Encryption encrypts resources at rest, Secrets always; it reloads
+	// its file while the server runs.
+	Encryption  *storage.Encryption
+	AuditPolicy *audit.Policy
+	AuditSink   AuditSink
 	// AdmissionPolicies are the Rego admission policies, run last in both
 	// admission chains, each evaluation bounded by AdmissionTimeout. An
 	// empty set runs nothing; a nil one is refused.
@@ -104,6 +107,12 @@ type Config struct {
 	NodePortRange  allocator.PortRange
 	Logger         *slog.Logger
 
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the seconds of the
+	// tolerations a pod created without them is given; nil is
+	// kube-apiserver's default, 300.
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds *int64
+
 	// Tests only: extraAdmission plugins go last in the admission chains;
 	// observeWrite is told of each stage a write enters.
 	extraAdmission []k8sadmission.Interface
@@ -130,8 +139,8 @@ func (c *Config) validate() error {
 	if c.Etcd == nil {
 		errs = append(errs, errors.New("etcd client is not set"))
 	}
-	if _, ok := c.Transformers[schema.GroupResource{Resource: "secrets"}]; !ok {
-		errs = append(errs, errors.New("no encryption transformer for secrets"))
+	if c.Encryption == nil {
+		errs = append(errs, errors.New("encryption at rest is not configured: secrets would be stored in plain text"))
 	}
 	if c.TokenIssuer == nil || c.TokenVerifier == nil {
 		errs = append(errs, errors.New("service account token issuer and verifier are not set"))
@@ -185,6 +194,7 @@ type Server struct {
 	openapi        *openapi.Builder
 	openapiBuilt   time.Time // the Last-Modified of the OpenAPI documents
 	store          *storage.Store
+	encryption     *storage.Encryption
 	requestInfo    request.RequestInfoResolver
 	authn          authenticator.Request
 	tokenAuthn     authenticator.Token
@@ -223,7 +233,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := storage.New(c.Etcd, scheme, c.Transformers, c.EtcdTimeout)
+	store, err := storage.New(c.Etcd, scheme, c.Encryption, c.EtcdTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +293,18 @@ func New(c Config) (*Server, error) {
 			return nil, fmt.Errorf("admission policies: %s cannot be replicated: it is not a stored resource", gr)
 		}
 	}
-	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
+	notReadySecs, unreachableSecs := admission.KubeDefaultTolerationSeconds, admission.KubeDefaultTolerationSeconds
+	if c.DefaultNotReadyTolerationSeconds != nil {
+		notReadySecs = *c.DefaultNotReadyTolerationSeconds
+	}
+	if c.DefaultUnreachableTolerationSeconds != nil {
+		unreachableSecs = *c.DefaultUnreachableTolerationSeconds
+	}
+	tolerations, err := admission.NewDefaultTolerationSeconds(notReadySecs, unreachableSecs)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, tolerations, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +348,7 @@ func New(c Config) (*Server, error) {
 		openapi:        docs,
 		openapiBuilt:   time.Now(),
 		store:          store,
+		encryption:     c.Encryption,
 		requestInfo:    filters.NewRequestInfoResolver(),
 		authn:          authenticators.Request,
 		tokenAuthn:     authenticators.Token,
@@ -403,6 +425,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	for _, c := range s.caches {
 		caches.Go(func() { c.Run(cacheCtx) })
 	}
+	caches.Go(func() { s.encryption.Run(cacheCtx, storage.EncryptionReloadInterval) })
+	// Each server records the configuration it runs, for a rotation to
+	// wait on; its id is its own, new at each start.
+	caches.Go(func() { s.encryption.Publish(cacheCtx, s.etcd, uuid.NewString()) })
+	caches.Go(func() { s.encryption.Wear().Run(cacheCtx, s.etcd, wearFlushInterval) })
 	// Serve only once authorization can decide: before its caches are
 	// filled it would refuse everything.
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -486,29 +513,69 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// wearFlushInterval is how often the server adds its count of each
+// AES-GCM key's writes to etcd's.
+const wearFlushInterval = 5 * time.Second
+
 // health answers the probes: /livez when the process serves, /readyz and
-// /healthz when etcd answers too.
+// /healthz when etcd answers too. ?verbose lists each check, and warns of
+// an AES-GCM key that has encrypted more values than it should: a warning,
+// not a failure, since the server still serves.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	var checks []string
+	failed := false
 	if r.URL.Path != "/livez" {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		failed := ""
 		if _, err := s.etcd.Get(ctx, storage.Prefix, clientv3.WithKeysOnly()); err != nil {
 			s.logger.WarnContext(ctx, "readiness check failed", "err", err)
-			failed = "[-]etcd failed: reason withheld\n"
+			checks, failed = append(checks, "[-]etcd failed: reason withheld"), true
+		} else {
+			checks = append(checks, "[+]etcd ok")
 		}
+		ready := true
 		for gr, c := range s.caches {
 			if !c.Ready() {
-				failed += "[-]watch cache " + gr.String() + " not ready\n"
+				checks, failed, ready = append(checks, "[-]watch cache "+gr.String()+" not ready"), true, false
 			}
 		}
-		if failed != "" {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(failed + "readyz check failed\n"))
-			return
+		if ready {
+			checks = append(checks, "[+]watch caches ok")
 		}
+		// Without its KMS plugin the server can neither read nor write
+		// what the plugin protects.
+		if err := s.encryption.Check(r); err != nil {
+			s.logger.WarnContext(ctx, "readiness check failed: KMS plugin", "err", err)
+			checks, failed = append(checks, "[-]kms-providers failed: reason withheld"), true
+		} else {
+			checks = append(checks, "[+]kms-providers ok")
+		}
+		wear := "[+]encryption-key-wear ok"
+		for _, k := range s.encryption.Wear().Keys() {
+			if k.Worn {
+				wear += "; warning: " + k.String()
+			}
+		}
+		checks = append(checks, wear)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ok"))
+	if failed {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	var b strings.Builder
+	for _, c := range checks {
+		if failed && strings.HasPrefix(c, "[-]") || r.URL.Query().Has("verbose") {
+			b.WriteString(c + "\n")
+		}
+	}
+	probe := strings.TrimPrefix(r.URL.Path, "/")
+	switch {
+	case failed:
+		b.WriteString(probe + " check failed\n")
+	case r.URL.Query().Has("verbose"):
+		b.WriteString(probe + " check passed\n")
+	default:
+		b.WriteString("ok")
+	}
+	w.Write([]byte(b.String()))
 }

@@ -74,7 +74,7 @@ func testConfig(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) (Config, s
 			t.Fatal(err)
 		}
 	}
-	transformers, err := storage.LoadEncryption(context.Background(), encPath)
+	encryption, err := storage.LoadEncryption(t.Context(), encPath, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func testConfig(t testing.TB, e *etcdtest.Etcd, opts ...serverOption) (Config, s
 		ServingCert:         serving,
 		ClientCA:            e.PKI.ClusterCA.Pool(),
 		Etcd:                e.Client(t),
-		Transformers:        transformers,
+		Encryption:          encryption,
 		AuditPolicy:         policy,
 		AuditSink:           w,
 		RequestTimeout:      DefaultRequestTimeout,

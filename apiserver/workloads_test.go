@@ -29,6 +29,12 @@ func TestPodLifecycle(t *testing.T) {
 	if created.Status.Phase != corev1.PodPending || created.Spec.RestartPolicy != corev1.RestartPolicyAlways || created.Spec.Containers[0].ImagePullPolicy != corev1.PullAlways || created.Status.QOSClass != corev1.PodQOSBestEffort {
 		t.Errorf("created pod: phase %q restartPolicy %q pullPolicy %q qos %q; want kube's defaults", created.Status.Phase, created.Spec.RestartPolicy, created.Spec.Containers[0].ImagePullPolicy, created.Status.QOSClass)
 	}
+	// DefaultTolerationSeconds: five minutes on a node not ready or
+	// unreachable.
+	if tol := created.Spec.Tolerations; len(tol) != 2 || tol[0].Key != corev1.TaintNodeNotReady || tol[1].Key != corev1.TaintNodeUnreachable ||
+		tol[0].TolerationSeconds == nil || *tol[0].TolerationSeconds != 300 || tol[1].TolerationSeconds == nil || *tol[1].TolerationSeconds != 300 {
+		t.Errorf("created pod's tolerations: %+v, want not-ready and unreachable for 300s", tol)
+	}
 	created.Spec.Containers[0].Command = []string{"sh"}
 	if _, err := pods.Update(ctx, created, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("changing a pod's command: %v, want Invalid", err)

@@ -71,11 +71,13 @@ type Event struct {
 		Groups   []string `json:"groups"`
 	} `json:"user"`
 	ImpersonatedUser *struct {
-		Username string `json:"username"`
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
 	} `json:"impersonatedUser"`
 	SourceIPs []string `json:"sourceIPs"`
 	UserAgent string   `json:"userAgent"`
 	ObjectRef *struct {
+		APIGroup    string `json:"apiGroup"`
 		Resource    string `json:"resource"`
 		Namespace   string `json:"namespace"`
 		Name        string `json:"name"`
@@ -88,8 +90,15 @@ type Event struct {
 	Annotations              map[string]string `json:"annotations"`
 }
 
-// Resource, Namespace, Name, Subresource and Code read the event's object
+// APIGroup, Resource, Namespace, Name, Subresource and Code read the event's object
 // reference and status, "" or 0 where it has none.
+func (e *Event) APIGroup() string {
+	if e.ObjectRef == nil {
+		return ""
+	}
+	return e.ObjectRef.APIGroup
+}
+
 func (e *Event) Resource() string {
 	if e.ObjectRef == nil {
 		return ""

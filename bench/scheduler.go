@@ -201,8 +201,9 @@ func benchPod(i int, suffix string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: podName(i), Labels: map[string]string{"app": "bench"}},
 		Spec: corev1.PodSpec{
-			NodeSelector:                 map[string]string{benchTaint: suffix},
-			Tolerations:                  []corev1.Toleration{{Key: benchTaint, Operator: corev1.TolerationOpEqual, Value: suffix, Effect: corev1.TaintEffectNoSchedule}},
+			NodeSelector: map[string]string{benchTaint: suffix},
+			Tolerations: append([]corev1.Toleration{{Key: benchTaint, Operator: corev1.TolerationOpEqual, Value: suffix, Effect: corev1.TaintEffectNoSchedule}},
+				heartbeatTolerations()...),
 			AutomountServiceAccountToken: new(false),
 			Containers: []corev1.Container{{
 				Name:  "app",
@@ -214,6 +215,20 @@ func benchPod(i int, suffix string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// heartbeatTolerations let the run's pods on its nodes, which post no
+// heartbeats: a node lifecycle controller taints such a node unreachable
+// once its grace period (40 s) has passed, which a long run outlasts.
+// Placing pods on the nodes is what is measured, not their health.
+func heartbeatTolerations() []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, key := range []string{corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady} {
+		for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+			out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect})
+		}
+	}
+	return out
 }
 
 // createSimulatedNode creates a node of 32 CPUs, 256 GiB and 110 pods,

@@ -43,6 +43,8 @@ type controllerContext struct {
 	rootCA []byte
 	// signer signs node client certificates; nil without a signing CA.
 	signer *csrSigner
+	// nodeLifecycle configures the node lifecycle controller.
+	nodeLifecycle NodeLifecycleConfig
 }
 
 // metadataClients are the clients of a controller that reads every kind
@@ -67,18 +69,20 @@ func (c *controllerContext) metadataClients(controller string) (metadata.Interfa
 // controllers are the controllers the manager runs, by the name
 // --controllers takes, each with its constructor.
 var controllers = map[string]func(*controllerContext) (runner, error){
-	"serviceaccount":         newServiceAccountController,
-	"root-ca-cert-publisher": newRootCAPublisher,
-	"namespace":              newNamespaceController,
-	"replicaset":             newReplicaSetController,
-	"deployment":             newDeploymentController,
-	"endpointslice":          newEndpointSliceController,
-	"statefulset":            newStatefulSetController,
-	"daemonset":              newDaemonSetController,
-	"garbagecollector":       newGarbageCollector,
-	"csrapproving":           newCSRApprovingController,
-	"csrsigning":             newCSRSigningController,
-	"tokencleaner":           newTokenCleaner,
+	"serviceaccount":            newServiceAccountController,
+	"root-ca-cert-publisher":    newRootCAPublisher,
+	"namespace":                 newNamespaceController,
+	"replicaset":                newReplicaSetController,
+	"deployment":                newDeploymentController,
+	"endpointslice":             newEndpointSliceController,
+	"statefulset":               newStatefulSetController,
+	"daemonset":                 newDaemonSetController,
+	"garbagecollector":          newGarbageCollector,
+	"csrapproving":              newCSRApprovingController,
+	"csrsigning":                newCSRSigningController,
+	"tokencleaner":              newTokenCleaner,
+	"nodelifecycle":             newNodeLifecycleController,
+	"taint-eviction-controller": newTaintEvictionController,
 }
 
 // Names are the names of every controller, sorted.
@@ -150,6 +154,9 @@ type Options struct {
 	// ClusterSigningDuration is how long the certificates it signs live
 	// at most; a year when zero, kube's default.
 	ClusterSigningDuration time.Duration
+	// NodeLifecycle configures the nodelifecycle controller; its zero
+	// fields are kube's defaults.
+	NodeLifecycle NodeLifecycleConfig
 }
 
 // Run runs the controllers until ctx is done, while this instance leads:
@@ -192,6 +199,9 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("controller manager: %w", err)
 		}
 		signer = &csrSigner{ca: ca, duration: cmp.Or(o.ClusterSigningDuration, 365*24*time.Hour)}
+	}
+	if err := o.NodeLifecycle.validate(); err != nil {
+		return fmt.Errorf("controller manager: %w", err)
 	}
 	manager, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
@@ -264,7 +274,7 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 		if err != nil {
 			return err
 		}
-		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA, signer: signer})
+		run, err := controllers[name](&controllerContext{client: client, config: cfg, informers: factory, logger: o.Logger, rootCA: rootCA, signer: signer, nodeLifecycle: o.NodeLifecycle})
 		if err != nil {
 			return err
 		}

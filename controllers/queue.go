@@ -70,7 +70,14 @@ func (w *worker) next(ctx context.Context) bool {
 	}
 	defer w.queue.Done(key)
 	if err := w.sync(ctx, key); err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case apierrors.IsConflict(err):
+			// A write on a stale copy, which the next sync makes on the
+			// fresh one: routine for controllers sharing objects, as
+			// kube logs it, below the level an operator reads.
+			w.logger.Debug("sync on a stale copy; retrying", "key", key, "err", err)
+		default:
 			w.logger.Warn("sync failed; retrying", "key", key, "err", err, "retries", w.queue.NumRequeues(key))
 		}
 		w.queue.AddRateLimited(key)

@@ -14,6 +14,7 @@ import (
 	"github.com/trustplane/trustplane/admission/opa"
 	"github.com/trustplane/trustplane/apiserver/storage"
 	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/kms"
 	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/policies"
 	"github.com/trustplane/trustplane/rbac"
@@ -28,7 +29,18 @@ type Options struct {
 	APIServerURL string
 	CAValidity   time.Duration
 	LeafValidity time.Duration
+	// Encryption is the provider of a new encryption configuration:
+	// "aesgcm" (the default, "" too), or "kms" for the KMS v2 plugin
+	// trustplane runs, with its key in pki/kms.key. An existing
+	// configuration is kept whatever it says.
+	Encryption string
 }
+
+// The providers Options.Encryption may name.
+const (
+	EncryptionAESGCM = "aesgcm"
+	EncryptionKMS    = "kms"
+)
 
 // Identity is a client identity that gets a kubeconfig.
 type Identity struct {
@@ -56,6 +68,9 @@ func Init(o Options) ([]string, error) {
 	}
 	if o.APIServerURL == "" {
 		return nil, errors.New("API server URL is not set")
+	}
+	if o.Encryption != "" && o.Encryption != EncryptionAESGCM && o.Encryption != EncryptionKMS {
+		return nil, fmt.Errorf("encryption %q: want %s or %s", o.Encryption, EncryptionAESGCM, EncryptionKMS)
 	}
 	if o.CAValidity == 0 {
 		o.CAValidity = pki.DefaultCAValidity
@@ -94,10 +109,26 @@ func Init(o Options) ([]string, error) {
 			changed = append(changed, id.File+".conf ("+did+")")
 		}
 	}
-	if created, err := ensureFile(l.EncryptionConfig(), storage.NewEncryptionConfig); err != nil {
+	newConfig := storage.NewEncryptionConfig
+	if o.Encryption == EncryptionKMS {
+		socket, err := filepath.Abs(l.KMSSocket())
+		if err != nil {
+			return nil, err
+		}
+		newConfig = func() ([]byte, error) { return kms.NewConfig(socket) }
+	}
+	created, err := ensureFile(l.EncryptionConfig(), newConfig)
+	if err != nil {
 		return nil, err
-	} else if created {
+	}
+	if created {
 		changed = append(changed, filepath.Base(l.EncryptionConfig()))
+	}
+	if created && o.Encryption == EncryptionKMS {
+		if err := kms.NewKeyFile(l.KMSKey()); err != nil {
+			return nil, err
+		}
+		changed = append(changed, filepath.Join("pki", filepath.Base(l.KMSKey())))
 	}
 	if created, err := ensureFile(l.AuditPolicy(), func() ([]byte, error) { return []byte(audit.DefaultPolicy), nil }); err != nil {
 		return nil, err

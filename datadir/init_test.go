@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/audit"
+	"github.com/trustplane/trustplane/kms"
 	"github.com/trustplane/trustplane/pki"
 )
 
@@ -129,5 +130,37 @@ func TestInitInstallsThePolicyLibraryOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(l.Policies(), "secrets_namespace.rego")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a removed policy came back: %v", err)
+	}
+}
+
+func TestInitKMS(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := Init(Options{Dir: dir, APIServerURL: "https://127.0.0.1:6443", Encryption: "rot13"}); err == nil {
+		t.Error("Init with encryption rot13 succeeded")
+	}
+	changed, err := Init(Options{Dir: dir, APIServerURL: "https://127.0.0.1:6443", Encryption: EncryptionKMS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Dir: dir}
+	if !slices.Contains(changed, filepath.Join("pki", "kms.key")) {
+		t.Errorf("Init wrote %v, want pki/kms.key among them", changed)
+	}
+	fi, err := os.Stat(l.KMSKey())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("KMS key: %v, %v; want mode 0600", fi, err)
+	}
+	sockets, err := kms.Sockets(l.EncryptionConfig())
+	abs, _ := filepath.Abs(l.KMSSocket())
+	if err != nil || !slices.Equal(sockets, []string{abs}) {
+		t.Errorf("the config's KMS sockets: %v, %v; want %s", sockets, err, abs)
+	}
+	// A second Init keeps both.
+	key, _ := os.ReadFile(l.KMSKey())
+	if _, err := Init(Options{Dir: dir, APIServerURL: "https://127.0.0.1:6443", Encryption: EncryptionKMS}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(l.KMSKey()); string(again) != string(key) {
+		t.Error("a second Init replaced the KMS key")
 	}
 }

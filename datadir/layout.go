@@ -18,6 +18,8 @@ func (l Layout) EncryptionConfig() string { return filepath.Join(l.Dir, "encrypt
 func (l Layout) AuditPolicy() string      { return filepath.Join(l.Dir, "audit-policy.yaml") }
 func (l Layout) AuditLog() string         { return filepath.Join(l.Dir, "audit", "audit.log") }
 func (l Layout) Policies() string         { return filepath.Join(l.Dir, "policies") }
+func (l Layout) KMSKey() string           { return filepath.Join(l.Dir, "pki", "kms.key") }
+func (l Layout) KMSSocket() string        { return filepath.Join(l.Dir, "kms.sock") }
 
 // Kubeconfig is the kubeconfig of one identity: admin, scheduler or
 // controller-manager.

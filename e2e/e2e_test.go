@@ -68,6 +68,10 @@ type step struct {
 	stdout, stderr []string
 	// env adds environment variables, such as KUBE_EDITOR.
 	env []string
+	// againOnConflict runs the command again, up to five times, when the
+	// server answers it with a Conflict: a controller wrote the object
+	// between the command's read and its write, and a user runs it again.
+	againOnConflict bool
 }
 
 // run runs s and reports every way the result differs from s.
@@ -78,6 +82,9 @@ func (s step) run(t *testing.T, k *kubectl, c *e2etest.Cluster) result {
 		kubeconfig = c.AdminConf()
 	}
 	res := k.runEnv(t, kubeconfig, s.env, s.args...)
+	for try := 1; s.againOnConflict && try < 5 && res.exit != 0 && strings.Contains(res.stderr, "(Conflict)"); try++ {
+		res = k.runEnv(t, kubeconfig, s.env, s.args...)
+	}
 	cmd := "kubectl " + strings.Join(s.args, " ")
 	if res.exit != s.wantExit {
 		t.Errorf("%s: exit code %d, want %d\nstdout: %s\nstderr: %s", cmd, res.exit, s.wantExit, res.stdout, res.stderr)

@@ -395,3 +395,95 @@ func TestMixedNodes(t *testing.T) {
 		return nil
 	})
 }
+
+// `trustplane up --nodes 2` runs two node agents beside the control
+// plane: they join with a token up makes and then deletes, run a
+// Deployment's pods, and after a restart carry on with their
+// certificates, no token made again.
+func TestUpNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	c := e2etest.StartCluster(t, "--nodes", "2")
+	admin, _ := clientFor(t, c.AdminConf())
+	ctx := t.Context()
+	ready := func(ctx context.Context) error {
+		for _, n := range []string{"node-0", "node-1"} {
+			node, err := admin.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !nodeReady(node) {
+				return fmt.Errorf("node %s not Ready", n)
+			}
+		}
+		return nil
+	}
+	noToken := func(ctx context.Context) error {
+		l, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) > 0 {
+			return fmt.Errorf("%d bootstrap tokens left", len(l.Items))
+		}
+		return nil
+	}
+	waitFor(t, "two Ready nodes", ready)
+	waitFor(t, "the nodes' bootstrap token deleted", noToken)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptrTo[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}},
+			},
+		},
+	}
+	if _, err := admin.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Deployment available on the nodes", func(ctx context.Context) error {
+		d, err := admin.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas != 2 {
+			return fmt.Errorf("%d available", d.Status.AvailableReplicas)
+		}
+		return nil
+	})
+
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	c.Start(t)
+	admin, _ = clientFor(t, c.AdminConf())
+	waitFor(t, "the nodes renewing their Leases after the restart", func(ctx context.Context) error {
+		if err := ready(ctx); err != nil {
+			return err
+		}
+		for _, n := range []string{"node-0", "node-1"} {
+			l, err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(restarted) {
+				return fmt.Errorf("lease %s renewed at %v", n, l.Spec.RenewTime)
+			}
+		}
+		return nil
+	})
+	var tokens int
+	for _, ev := range readAudit(t, c.AuditLog()) {
+		if r := ev.ObjectRef; ev.Verb == "create" && r != nil && r.Resource == "secrets" && strings.HasPrefix(r.Name, "bootstrap-token-") && ev.Stage == "ResponseComplete" {
+			tokens++
+		}
+	}
+	if tokens != 1 {
+		t.Errorf("%d bootstrap tokens created, want one, at the first start only", tokens)
+	}
+}

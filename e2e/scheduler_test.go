@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
@@ -28,8 +33,7 @@ func schedNode(t *testing.T, client kubernetes.Interface, name, cpu string, labe
 		all[k] = v
 	}
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all}, Spec: corev1.NodeSpec{Taints: taints}}
-	n, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create node %s: %v", name, err)
 	}
 	resources := corev1.ResourceList{
@@ -37,9 +41,19 @@ func schedNode(t *testing.T, client kubernetes.Interface, name, cpu string, labe
 		corev1.ResourceMemory: resource.MustParse("8Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	n.Status.Capacity, n.Status.Allocatable = resources, resources
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The node lifecycle controller may taint the new node meanwhile: the
+	// status goes on the latest copy, again on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Capacity, n.Status.Allocatable = resources, resources
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatalf("node %s status: %v", name, err)
 	}
 }
@@ -58,7 +72,8 @@ func schedPod(name, cpu string, selector map[string]string) *corev1.Pod {
 
 // A pod that fits nowhere stays Pending with kube's FailedScheduling
 // event and PodScheduled condition, and is bound as soon as a node it
-// fits appears. Pods created at once never overbook a node.
+// fits appears. Pods created at once never overbook a node, and keep to
+// their anti-affinity and their topology spread constraints.
 func TestScheduler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -74,7 +89,10 @@ func TestScheduler(t *testing.T) {
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, schedPod("big", "2", pool), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu."
+	// kube's words (1.37): the taint is not named, and DynamicResources
+	// and DefaultPreemption add their part.
+	want := "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. " +
+		"no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	waitFor(t, "FailedScheduling of a pod that fits nowhere", func(ctx context.Context) error {
 		events, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -210,6 +228,47 @@ func TestScheduler(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Six pods spread over two zones (maxSkew 1, DoNotSchedule), created
+	// at once: the pods assumed but not yet bound count, three a zone,
+	// though one zone has two nodes and the other one.
+	spread := map[string]string{"pool": "spread"}
+	schedNode(t, admin, "spread-a1", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "a"})
+	schedNode(t, admin, "spread-a2", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "a"})
+	schedNode(t, admin, "spread-b1", "4", map[string]string{"pool": "spread", corev1.LabelTopologyZone: "b"})
+	for i := range 6 {
+		wg.Go(func() {
+			p := schedPod(fmt.Sprintf("spread-%d", i), "", spread)
+			p.Labels = map[string]string{"app": "spread"}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
+			}}
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "three spread pods a zone", func(ctx context.Context) error {
+		pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=spread"})
+		if err != nil {
+			return err
+		}
+		zones := map[string]int{}
+		for _, p := range pods.Items {
+			switch {
+			case p.Spec.NodeName == "spread-b1":
+				zones["b"]++
+			case strings.HasPrefix(p.Spec.NodeName, "spread-a"):
+				zones["a"]++
+			}
+		}
+		if zones["a"] != 3 || zones["b"] != 3 {
+			return fmt.Errorf("pods by zone %v, want 3 and 3", zones)
+		}
+		return nil
+	})
 }
 
 // Two schedulers elect one leader; when it is killed the other takes over
@@ -276,7 +335,29 @@ func TestSchedulerLeaderElection(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	time.Sleep(time.Second) // pods created while the first leader leads
+	// boundAfter waits until a pod created after the first n is bound:
+	// the scheduler leading now is binding what is created now.
+	boundAfter := func(what string, n int) {
+		waitFor(t, what, func(ctx context.Context) error {
+			pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				var i int
+				if _, err := fmt.Sscanf(p.Name, "p-%d", &i); err == nil && i >= n && p.Spec.NodeName != "" {
+					return nil
+				}
+			}
+			return fmt.Errorf("no pod after the first %d bound", n)
+		})
+	}
+	createdSoFar := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(created)
+	}
+	boundAfter("pods bound by the first leader", 0)
 	before, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +389,10 @@ func TestSchedulerLeaderElection(t *testing.T) {
 	if acquired, renewed := after.Spec.AcquireTime, before.Spec.RenewTime; acquired == nil || renewed == nil || !acquired.After(renewed.Time) {
 		t.Errorf("the new leader acquired the lease at %v, before the killed one's renewal at %v", acquired, renewed)
 	}
-	time.Sleep(time.Second) // pods created under the new leader
+	if b, a := ptr.Deref(before.Spec.LeaseTransitions, 0), ptr.Deref(after.Spec.LeaseTransitions, 0); a != b+1 {
+		t.Errorf("lease transitions %d, then %d: want one handover", b, a)
+	}
+	boundAfter("pods created under the new leader bound", createdSoFar())
 	close(stop)
 	wg.Wait()
 
@@ -332,13 +416,20 @@ func TestSchedulerLeaderElection(t *testing.T) {
 	if err := schedulers[next].Stop(); err != nil {
 		t.Error(err)
 	}
+	// A binding refused as a conflict would be two schedulers racing for
+	// one pod: the second finds it bound by the first.
 	bindings := map[string]int{}
 	binders := map[string]bool{}
 	for _, ev := range readAudit(t, c.AuditLog()) {
-		if ev.Verb == "create" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource == "binding" &&
-			ev.ResponseStatus != nil && ev.ResponseStatus.Code == 201 {
+		if ev.Verb != "create" || ev.ObjectRef == nil || ev.ObjectRef.Resource != "pods" || ev.ObjectRef.Subresource != "binding" || ev.Stage != auditv1.StageResponseComplete || ev.ResponseStatus == nil {
+			continue
+		}
+		switch code := ev.ResponseStatus.Code; code {
+		case 201:
 			bindings[ev.ObjectRef.Name]++
 			binders[ev.User.Username] = true
+		case 409:
+			t.Errorf("binding of %s refused as a conflict: %s", ev.ObjectRef.Name, ev.ResponseStatus.Message)
 		}
 	}
 	mu.Lock()
@@ -415,4 +506,71 @@ func TestKwokScheduling(t *testing.T) {
 		return nil
 	})
 	t.Logf("pods per node: %v", nodes)
+}
+
+// trustplane scheduler --config, and up --scheduler-config, read a
+// KubeSchedulerConfiguration: a file that disables TaintToleration's
+// filter lets a pod onto a node whose taint it does not tolerate, which
+// the default profile refuses; a file trustplane cannot honour stops
+// either at start with the reason, up before it creates anything.
+func TestSchedulerConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping end-to-end test in -short mode")
+	}
+	dir := t.TempDir()
+	writeConfig := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, bad := range []struct{ body, want string }{
+		{"profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeResourcesMostAllocated\n", `plugins.score.enabled: unknown plugin "NodeResourcesMostAllocated"`},
+		{"profiles:\n- schedulerName: default-scheduler\n- schedulerName: batch-scheduler\n", `profiles[1].schedulerName "batch-scheduler"`},
+		{"profile: []\n", `unknown field "profile"`},
+	} {
+		config := writeConfig("bad.yaml", bad.body)
+		_, stderr, err := e2etest.Run(t, "scheduler", "--config", config, "--kubeconfig", filepath.Join(dir, "absent.conf"))
+		if err == nil || !strings.Contains(string(stderr), bad.want) {
+			t.Errorf("scheduler with %q: %v, stderr %q; want a refusal naming %q", bad.body, err, stderr, bad.want)
+		}
+		data := filepath.Join(dir, "data")
+		_, stderr, err = e2etest.Run(t, "up", "--dir", data, "--scheduler-config", config)
+		if err == nil || !strings.Contains(string(stderr), bad.want) {
+			t.Errorf("up with %q: %v, stderr %q; want a refusal naming %q", bad.body, err, stderr, bad.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("up refused its scheduler's configuration after creating %s (%v)", data, err)
+		}
+	}
+
+	config := writeConfig("scheduler.yaml", "leaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    filter:\n      disabled:\n      - name: TaintToleration\n")
+	for _, how := range []string{"scheduler --config", "up --scheduler-config"} {
+		t.Run(how, func(t *testing.T) {
+			var c *e2etest.Cluster
+			if how == "up --scheduler-config" {
+				c = e2etest.StartCluster(t, "--scheduler-config", config)
+			} else {
+				c = e2etest.StartCluster(t, "--scheduler=false")
+				p := e2etest.Start(t, exec.Command(e2etest.Binary(t), "scheduler", "--config", config, "--kubeconfig", c.Kubeconfig("scheduler")))
+				p.WaitLine(t, "scheduler running as ")
+			}
+			admin, _ := clientFor(t, c.AdminConf())
+			schedNode(t, admin, "tainted", "4", nil, corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule})
+			if _, err := admin.CoreV1().Pods("default").Create(t.Context(), schedPod("intolerant", "", nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the intolerant pod bound to the tainted node", func(ctx context.Context) error {
+				p, err := admin.CoreV1().Pods("default").Get(ctx, "intolerant", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if p.Spec.NodeName != "tainted" {
+					return fmt.Errorf("on node %q, conditions %+v", p.Spec.NodeName, p.Status.Conditions)
+				}
+				return nil
+			})
+		})
+	}
 }

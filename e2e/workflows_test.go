@@ -132,7 +132,9 @@ func TestKubectlWorkflows(t *testing.T) {
 			{args: []string{"apply", "--server-side", "--force-conflicts", "-f", v3}, stdout: []string{`serverside-applied`}},
 			{args: []string{"edit", "deploy", "web"}, env: []string{"KUBE_EDITOR=" + editor}, stdout: []string{`edited`}},
 			{args: []string{"get", "deploy", "web", "-o", "json"}, stdout: []string{`"image": "nginx:1.29"`, `"kind": "Deployment"`}},
-			{args: []string{"replace", "-f", v1}, stdout: []string{`replaced`}},
+			// replace reads the Deployment's resourceVersion and writes
+			// with it, while the controller rolls the edit out.
+			{args: []string{"replace", "-f", v1}, stdout: []string{`replaced`}, againOnConflict: true},
 			{args: []string{"describe", "deployment", "web"}, stdout: []string{`(?m)^Name:\s+web$`, `(?m)^Selector:\s+app=web$`}},
 
 			{args: []string{"create", "-f", node}, stdout: []string{`node/n1 created`}},

@@ -231,13 +231,17 @@ func aggregateToAdminRole() *rbacv1.ClusterRole {
 
 // schedulerRole is what filtering, scoring, binding and leader election need,
 // and nothing more: no Secrets, no ConfigMaps, no writes beyond binding pods,
-// reporting their status and its own events and lease.
+// reporting their status and its own events and lease. It reads Services,
+// ReplicaSets and StatefulSets, as kube's does, for their selectors: pods
+// are spread by default among those they share.
 func schedulerRole() *rbacv1.ClusterRole {
 	return clusterRole(SchedulerUser,
 		newRule("get", "list", "watch", "delete").groups(coreGroup).resources("pods"),
 		newRule("create").groups(coreGroup).resources("pods/binding", "bindings"),
 		newRule("patch", "update").groups(coreGroup).resources("pods/status"),
 		newRule("get", "list", "watch").groups(coreGroup).resources("nodes", "namespaces"),
+		newRule("get", "list", "watch").groups(coreGroup).resources("services"),
+		newRule("get", "list", "watch").groups(appsGroup).resources("replicasets", "statefulsets"),
 		newRule("create", "patch", "update").groups(coreGroup, eventsGroup).resources("events"),
 		// A lease can only be created without a name in the request, so create
 		// cannot be limited by resourceNames; everything after it can.

@@ -48,7 +48,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		}
 	}
 
-	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:statefulset-controller", "system:controller:daemon-set-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:csr-approving-controller", "system:controller:csr-signing-controller", "system:controller:shared-informers"}
+	controllers := []string{"system:controller:service-account-controller", "system:controller:namespace-controller", "system:controller:root-ca-cert-publisher", "system:controller:replicaset-controller", "system:controller:deployment-controller", "system:controller:statefulset-controller", "system:controller:daemon-set-controller", "system:controller:endpointslice-controller", "system:controller:generic-garbage-collector", "system:controller:csr-approving-controller", "system:controller:csr-signing-controller", "system:controller:node-controller", "system:controller:taint-eviction-controller", "system:controller:shared-informers"}
 	nodes := []string{"system:node-bootstrapper", "trustplane:csr-creator", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}
 	wantRoles := slices.Concat([]string{"cluster-admin", "system:discovery", "system:public-info-viewer", SchedulerUser,
 		"admin", "edit", "view", "system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view", "system:basic-user"}, nodes, controllers)

@@ -226,6 +226,39 @@ func Controllers() []Controller {
 				newRule("list", "watch", "delete").groups(coreGroup).resources("secrets"),
 			),
 		},
+		{
+			// Turns the conditions of a node whose heartbeats stopped
+			// Unknown, taints nodes by their conditions, and marks the
+			// pods of a node that is not ready not ready. kube's
+			// node-controller role, narrowed: it reads through the shared
+			// informers (get on nodes only to write a taint again over a
+			// conflict); it neither lists, updates nor deletes a node,
+			// but patches nodes for their taints (RBAC cannot narrow a
+			// patch to one field); and it deletes no pod, which is the
+			// taint eviction controller's to do.
+			Name:           "nodelifecycle",
+			ServiceAccount: "node-controller",
+			Rules: rules(
+				newRule("get", "patch").groups(coreGroup).resources("nodes"),
+				newRule("update").groups(coreGroup).resources("nodes/status"),
+				newRule("update").groups(coreGroup).resources("pods/status"),
+				newRule("create", "patch").groups(coreGroup).resources("events"),
+			),
+		},
+		{
+			// Deletes the pods of nodes with NoExecute taints they do not
+			// tolerate, marking them a disruption target first. kube's
+			// taint-eviction-controller role, narrowed: it reads pods
+			// through the shared informers, so it may neither get nor
+			// list them, and it writes no node.
+			Name:           "taint-eviction-controller",
+			ServiceAccount: "taint-eviction-controller",
+			Rules: rules(
+				newRule("delete").groups(coreGroup).resources("pods"),
+				newRule("patch").groups(coreGroup).resources("pods/status"),
+				newRule("create", "patch").groups(coreGroup).resources("events"),
+			),
+		},
 	}
 }
 
@@ -240,6 +273,8 @@ func sharedInformersRules() []rbacv1.PolicyRule {
 		newRule("list", "watch").groups(appsGroup).resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 		newRule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
 		newRule("list", "watch").groups(certificatesGroup).resources("certificatesigningrequests"),
+		// The node lifecycle controller's heartbeats, in kube-node-lease.
+		newRule("list", "watch").groups(coordinationGroup).resources("leases"),
 	)
 }
 

@@ -41,6 +41,16 @@
 // answers SelfSubjectRulesReview, and it is the measure of the escalation
 // checks below.
 //
+// # What a user used
+//
+// [Usage] sets what a user's bindings grant against the requests an audit
+// log shows it made: each rule split by [ExpandRule] into permissions (one
+// verb, group, resource, name, as far as they are finite; wildcards stay
+// wildcards) and, for each, how many requests it allowed, matched by the
+// authorizer's own code. [CoveringRules] is the other half: the smallest
+// rules, per namespace, that allow every one of the requests, each of
+// whose permissions some request used (`trustplane rbac unused`).
+//
 // # Escalation
 //
 // RBAC objects are themselves guarded, as in kube (pkg/registry/rbac/*/

@@ -15,14 +15,22 @@ type podInfo struct {
 	pod               *corev1.Pod
 	requests, nonZero resources
 	ports             []hostPort
-	// affinity and antiAffinity are its required pod (anti-)affinity.
-	affinity, antiAffinity []affinityTerm
+	// affinity and antiAffinity are its required pod (anti-)affinity;
+	// preferred and preferredAnti its preferred terms.
+	affinity, antiAffinity   []affinityTerm
+	preferred, preferredAnti []weightedTerm
+}
+
+// scoresAffinity: the pod has terms that InterPodAffinity's score reads
+// when another pod is placed (its required anti-affinity only filters).
+func (p *podInfo) scoresAffinity() bool {
+	return len(p.affinity) > 0 || len(p.preferred) > 0 || len(p.preferredAnti) > 0
 }
 
 func newPodInfo(pod *corev1.Pod) *podInfo {
 	requests, nonZero := podRequests(pod)
 	p := &podInfo{pod: pod, requests: requests, nonZero: nonZero, ports: hostPorts(pod)}
-	p.affinity, p.antiAffinity = requiredTerms(pod)
+	p.affinity, p.antiAffinity, p.preferred, p.preferredAnti = podAffinityTerms(pod)
 	return p
 }
 
@@ -47,6 +55,9 @@ type nodeInfo struct {
 	// antiAffinityPods are the pods with required anti-affinity, which
 	// every cycle checks.
 	antiAffinityPods []*podInfo
+	// affinityPods are the pods whose terms InterPodAffinity's score
+	// reads (scoresAffinity).
+	affinityPods []*podInfo
 }
 
 func (n *nodeInfo) clone() *nodeInfo {
@@ -56,6 +67,7 @@ func (n *nodeInfo) clone() *nodeInfo {
 	c.nonZeroRequested = n.nonZeroRequested.clone()
 	c.usedPorts = slices.Clone(n.usedPorts)
 	c.antiAffinityPods = slices.Clone(n.antiAffinityPods)
+	c.affinityPods = slices.Clone(n.affinityPods)
 	return &c
 }
 
@@ -82,6 +94,9 @@ func (n *nodeInfo) withPod(p *podInfo) *nodeInfo {
 	if len(p.antiAffinity) > 0 {
 		c.antiAffinityPods = append(c.antiAffinityPods, p)
 	}
+	if p.scoresAffinity() {
+		c.affinityPods = append(c.affinityPods, p)
+	}
 	return c
 }
 
@@ -100,6 +115,7 @@ func (n *nodeInfo) withoutPod(uid types.UID) *nodeInfo {
 		c.usedPorts = append(c.usedPorts, q.ports...)
 	}
 	c.antiAffinityPods = slices.DeleteFunc(c.antiAffinityPods, func(q *podInfo) bool { return q.pod.UID == uid })
+	c.affinityPods = slices.DeleteFunc(c.affinityPods, func(q *podInfo) bool { return q.pod.UID == uid })
 	return c
 }
 
@@ -161,7 +177,7 @@ func (c *cache) removeNode(name string) {
 		return
 	}
 	// Its pods still count until they are gone, should it come back.
-	c.nodes[name] = &nodeInfo{name: name, pods: n.pods, requested: n.requested, nonZeroRequested: n.nonZeroRequested, usedPorts: n.usedPorts, antiAffinityPods: n.antiAffinityPods}
+	c.nodes[name] = &nodeInfo{name: name, pods: n.pods, requested: n.requested, nonZeroRequested: n.nonZeroRequested, usedPorts: n.usedPorts, antiAffinityPods: n.antiAffinityPods, affinityPods: n.affinityPods}
 }
 
 // addPod records a pod the informer shows assigned to a node; it confirms

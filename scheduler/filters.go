@@ -3,10 +3,11 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -16,36 +17,65 @@ import (
 // up the FailedScheduling message ("0/3 nodes are available: 1 node(s)
 // were unschedulable, 2 Insufficient cpu.").
 const (
-	reasonNodeName          = "node(s) didn't match the requested node name"
-	reasonUnschedulable     = "node(s) were unschedulable"
-	reasonNodeAffinity      = "node(s) didn't match Pod's node affinity/selector"
-	reasonNodePorts         = "node(s) didn't have free ports for the requested pod ports"
-	reasonTooManyPods       = "Too many pods"
-	reasonInsufficientFmt   = "Insufficient %s"
-	reasonUntoleratedTaint  = "node(s) had untolerated taint {%s: %s}"
-	reasonUnknownConditions = "node(s) had unknown conditions"
+	reasonNodeName      = "node(s) didn't match the requested node name"
+	reasonUnschedulable = "node(s) were unschedulable"
+	reasonNodeAffinity  = "node(s) didn't match Pod's node affinity/selector"
+	// A profile's added affinity (NodeAffinityArgs) refuses before the
+	// pod's own.
+	reasonEnforcedAffinity = "node(s) didn't match scheduler-enforced node affinity"
+	reasonNodePorts        = "node(s) didn't have free ports for the requested pod ports"
+	reasonTooManyPods      = "Too many pods"
+	reasonInsufficientFmt  = "Insufficient %s"
+	// Since kube 1.35 the taint is not named: its value may be private.
+	reasonUntoleratedTaint = "node(s) had untolerated taint(s)"
+	// The nodes that a pod's required node affinity to node names leaves
+	// out are not filtered, as kube's NodeAffinity PreFilter has it.
+	reasonNotNamed          = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+	reasonNodeNamesConflict = "pod affinity terms conflict"
 )
 
 // A filter says why a node cannot take the pod of a cycle: nil when it
 // can. prepare, if set, runs once per cycle before the filter, over every
 // node, for what the filter compares against the whole cluster.
+// unresolvable says whether a refusal is one that evicting pods from the
+// node would not lift (kube's UnschedulableAndUnresolvable), which
+// preemption does not try; nil when that is never so.
 type filter struct {
-	name    string
-	prepare func(c *podCycle)
-	filter  func(c *podCycle, n *nodeInfo) []string
+	name         string
+	prepare      func(c *podCycle)
+	filter       func(c *podCycle, n *nodeInfo) []string
+	unresolvable func(c *podCycle, n *nodeInfo, why []string) bool
 }
+
+// always is unresolvable for every refusal: the node itself refuses.
+func always(*podCycle, *nodeInfo, []string) bool { return true }
 
 // filters are kube's default profile's, in its order; a node's reasons
 // are those of the first filter it fails, as kube reports them.
-func filters() []filter {
+func filters(args pluginArgs) []filter {
+	nodeAffinity := podNodeAffinity
+	if added := args.addedAffinity.required; added != nil {
+		nodeAffinity = func(c *podCycle, n *nodeInfo) []string {
+			if !added.Match(n.node) {
+				return []string{reasonEnforcedAffinity}
+			}
+			return podNodeAffinity(c, n)
+		}
+	}
 	return []filter{
-		{name: "NodeUnschedulable", filter: nodeUnschedulable},
-		{name: "NodeName", filter: nodeName},
-		{name: "TaintToleration", filter: taintToleration},
-		{name: "NodeAffinity", filter: nodeAffinity},
+		{name: "NodeUnschedulable", filter: nodeUnschedulable, unresolvable: always},
+		{name: "NodeName", filter: nodeName, unresolvable: always},
+		{name: "TaintToleration", filter: taintToleration, unresolvable: always},
+		{name: "NodeAffinity", filter: nodeAffinity, unresolvable: always},
 		{name: "NodePorts", filter: nodePorts},
-		{name: "NodeResourcesFit", filter: nodeResourcesFit},
-		{name: "InterPodAffinity", prepare: prepareInterPodAffinity, filter: interPodAffinity},
+		{name: "NodeResourcesFit", filter: nodeResourcesFit, unresolvable: requestsBeyondAllocatable},
+		{name: "PodTopologySpread", prepare: prepareTopologySpread, filter: topologySpread, unresolvable: func(_ *podCycle, _ *nodeInfo, why []string) bool {
+			return why[0] == reasonSpreadMissingLabel
+		}},
+		{name: "InterPodAffinity", prepare: prepareInterPodAffinity, filter: interPodAffinity, unresolvable: func(_ *podCycle, _ *nodeInfo, why []string) bool {
+			// No pod it needs in the domain: evicting pods adds none.
+			return why[0] == reasonAffinity
+		}},
 	}
 }
 
@@ -63,6 +93,22 @@ type podCycle struct {
 	// nsLabels are the labels of a namespace, for namespace selectors.
 	nsLabels func(namespace string) labels.Set
 	interPod *affinityState
+	// spread is nil when the pod has no DoNotSchedule constraint.
+	spread *spreadState
+	// feasible are the nodes the pod fits on, which the scores rank.
+	feasible    []*nodeInfo
+	spreadScore *spreadScoreState
+	// nodeNames are the only nodes the pod's required node affinity
+	// admits by name (matchFields metadata.name In, in every term); nil
+	// when it names none, empty when its terms conflict.
+	nodeNames sets.Set[string]
+	// spreadSelector, if set, is the pods a pod without spread
+	// constraints is spread among by default (spreadSelectors).
+	spreadSelector func(*corev1.Pod) labels.Selector
+	// spreadDefaults are the profile's (PodTopologySpreadArgs).
+	spreadDefaults spreadDefaulting
+	// affinityScores are InterPodAffinity's, by domain.
+	affinityScores domainScores
 }
 
 func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.Set) *podCycle {
@@ -71,7 +117,39 @@ func newPodCycle(info *podInfo, nodes []*nodeInfo, nsLabels func(string) labels.
 		// Invalid terms were refused by validation; any left match nothing.
 		c.preferredAffinity, _ = nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
+	c.nodeNames = requiredNodeNames(info.pod)
 	return c
+}
+
+// requiredNodeNames are the nodes that a pod's required node affinity
+// admits by name, as kube's NodeAffinity PreFilter finds them (a
+// DaemonSet's pods name their node so): nil when a term names none, for
+// the terms are ORed; the union over the terms of the names each term's
+// metadata.name In requirements all allow.
+func requiredNodeNames(pod *corev1.Pod) sets.Set[string] {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var names sets.Set[string]
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var termNames sets.Set[string]
+		for _, r := range t.MatchFields {
+			if r.Key != metav1.ObjectNameField || r.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			if termNames == nil {
+				termNames = sets.New(r.Values...)
+			} else {
+				termNames = termNames.Intersection(sets.New(r.Values...))
+			}
+		}
+		if termNames == nil {
+			return nil
+		}
+		names = names.Union(termNames)
+	}
+	return names
 }
 
 func nodeUnschedulable(c *podCycle, n *nodeInfo) []string {
@@ -96,17 +174,22 @@ func nodeName(c *podCycle, n *nodeInfo) []string {
 // taintToleration refuses a node with a NoSchedule or NoExecute taint the
 // pod does not tolerate; PreferNoSchedule only scores.
 func taintToleration(c *podCycle, n *nodeInfo) []string {
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.node.Spec.Taints, c.pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+	if _, untolerated := untoleratedTaint(c.pod, n.node); untolerated {
+		return []string{reasonUntoleratedTaint}
+	}
+	return nil
+}
+
+// untoleratedTaint is the first NoSchedule or NoExecute taint of node
+// that pod does not tolerate.
+func untoleratedTaint(pod *corev1.Pod, node *corev1.Node) (corev1.Taint, bool) {
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, false)
-	if !untolerated {
-		return nil
-	}
-	return []string{fmt.Sprintf(reasonUntoleratedTaint, taint.Key, taint.Value)}
 }
 
 // nodeAffinity is the pod's nodeSelector and its required node affinity.
-func nodeAffinity(c *podCycle, n *nodeInfo) []string {
+func podNodeAffinity(c *podCycle, n *nodeInfo) []string {
 	if ok, err := c.requiredAffinity.Match(n.node); ok && err == nil {
 		return nil
 	}
@@ -185,26 +268,17 @@ func nodeResourcesFit(c *podCycle, n *nodeInfo) []string {
 	return append(reasons, short...)
 }
 
-// fitError is a pod that fits on no node, and why: kube's message.
-type fitError struct {
-	numNodes int
-	// reasons counts the nodes by each reason they gave.
-	reasons map[string]int
-}
-
-func (e *fitError) Error() string {
-	if e.numNodes == 0 {
-		return "no nodes available to schedule pods"
+// requestsBeyondAllocatable: the pod asks for more of a resource than
+// the node has at all, which no eviction would free.
+func requestsBeyondAllocatable(c *podCycle, n *nodeInfo, _ []string) bool {
+	want, alloc := c.requests, n.allocatable
+	if want.milliCPU > alloc.milliCPU || want.memory > alloc.memory || want.ephemeral > alloc.ephemeral {
+		return true
 	}
-	var parts []string
-	for reason, n := range e.reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
+	for name, v := range want.scalar {
+		if v > alloc.scalar[name] {
+			return true
+		}
 	}
-	// kube sorts the strings, counts and all.
-	slices.Sort(parts)
-	msg := fmt.Sprintf("0/%d nodes are available:", e.numNodes)
-	if len(parts) > 0 {
-		msg += " " + strings.Join(parts, ", ") + "."
-	}
-	return msg
+	return false
 }

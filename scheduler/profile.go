@@ -1,5 +1,11 @@
 package scheduler
 
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
 // Profile is how pods of one scheduler name are placed: which filters
 // and scores run, with what weights.
 type Profile struct {
@@ -11,12 +17,37 @@ type Profile struct {
 	PercentageOfNodesToScore int
 	filters                  []filter
 	scorers                  []scorer
+	// dynamicResources and preemption: kube's DynamicResources and
+	// DefaultPreemption are in the profile, and say their part of the
+	// message of a pod that fits nowhere (postfilter.go).
+	dynamicResources, preemption bool
+	// spreadDefaults are how pods without spread constraints are spread.
+	spreadDefaults spreadDefaulting
 }
 
 // DefaultProfile is kube-scheduler's default profile, for the plugins
 // trustplane has.
 func DefaultProfile() *Profile {
-	return &Profile{SchedulerName: DefaultSchedulerName, filters: filters(), scorers: scorers()}
+	return &Profile{
+		SchedulerName: DefaultSchedulerName, filters: filters(defaultPluginArgs()), scorers: scorers(defaultWeights(), defaultPluginArgs()),
+		dynamicResources: true, preemption: true,
+	}
+}
+
+// newProfile is the default profile with only the filters named, and
+// the scores weighted (those not named do not run).
+func newProfile(enabledFilters sets.Set[string], weights map[string]int64, args pluginArgs, postFilters sets.Set[string]) *Profile {
+	p := &Profile{
+		SchedulerName: DefaultSchedulerName, dynamicResources: postFilters.Has("DynamicResources"), preemption: postFilters.Has("DefaultPreemption"),
+		spreadDefaults: args.spread,
+	}
+	for _, f := range filters(args) {
+		if enabledFilters.Has(f.name) {
+			p.filters = append(p.filters, f)
+		}
+	}
+	p.scorers = scorers(weights, args)
+	return p
 }
 
 // kube never looks for fewer feasible nodes than this, nor for fewer than
@@ -41,19 +72,40 @@ func (p *Profile) feasibleNodesToFind(n int) int {
 	return max(n*pct/100, minFeasibleNodesToFind)
 }
 
-// runFilters returns why the node does not fit the pod: the reasons of
-// the first filter that refuses it; none when it fits.
-func (p *Profile) runFilters(c *podCycle, n *nodeInfo) []string {
+// prepareFilters runs the filters' preparations for the cycle.
+func (p *Profile) prepareFilters(c *podCycle) {
 	for _, f := range p.filters {
-		if why := f.filter(c, n); len(why) > 0 {
-			return why
+		if f.prepare != nil {
+			f.prepare(c)
 		}
 	}
-	return nil
+}
+
+// runFilters returns why the node does not fit the pod: the reasons of
+// the first filter that refuses it, none when it fits; and whether
+// evicting pods from the node could not lift the refusal.
+func (p *Profile) runFilters(c *podCycle, n *nodeInfo) (why []string, unresolvable bool) {
+	for _, f := range p.filters {
+		if why := f.filter(c, n); len(why) > 0 {
+			return why, f.unresolvable != nil && f.unresolvable(c, n, why)
+		}
+	}
+	return nil, false
+}
+
+// scores: the profile runs the score named.
+func (p *Profile) scores(name string) bool {
+	return slices.ContainsFunc(p.scorers, func(s scorer) bool { return s.name == name })
+}
+
+// hasFilter: the profile runs the filter named.
+func (p *Profile) hasFilter(name string) bool {
+	return slices.ContainsFunc(p.filters, func(f filter) bool { return f.name == name })
 }
 
 // score is each feasible node's weighted sum of the normalized scores.
 func (p *Profile) score(c *podCycle, feasible []*nodeInfo) []int64 {
+	c.feasible = feasible
 	total := make([]int64, len(feasible))
 	raw := make([]int64, len(feasible))
 	for _, s := range p.scorers {

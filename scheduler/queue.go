@@ -196,11 +196,18 @@ func (q *schedulingQueue) requeue(qp *queuedPod, cycle int64, unschedulable bool
 
 // moveAll tries again every pod put aside as unschedulable: something
 // changed that may make them fit (a node added or changed, a pod gone).
-func (q *schedulingQueue) moveAll() {
+func (q *schedulingQueue) moveAll() { q.moveWhere(nil) }
+
+// moveWhere tries again the pods put aside as unschedulable that may
+// fit after a change (all of them if may is nil).
+func (q *schedulingQueue) moveWhere(may func(*corev1.Pod) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.moveCycle = q.cycle
 	for uid, qp := range q.unschedulable {
+		if may != nil && !may(qp.pod) {
+			continue
+		}
 		delete(q.unschedulable, uid)
 		q.backoffOrActive(qp)
 	}

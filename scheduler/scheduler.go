@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +59,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader
 	// election's, kube-scheduler's defaults when zero.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// InitialBackoff and MaxBackoff bound how long a pod waits between
+	// attempts, kube-scheduler's defaults (1s, 10s) when zero.
+	InitialBackoff, MaxBackoff time.Duration
 }
 
 // NewIdentity is an identity for Options.Identity: the host name and a
@@ -145,6 +149,9 @@ type scheduler struct {
 	// namespaces lists namespaces, for the namespace selectors of pod
 	// affinity terms.
 	namespaces corelisters.NamespaceLister
+	// spreadSelector is spreadSelectors.selector, when the profile
+	// scores PodTopologySpread.
+	spreadSelector func(*corev1.Pod) labels.Selector
 }
 
 // namespaceLabels are the labels of a namespace; none if it is unknown.
@@ -178,6 +185,8 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 		queue:    newSchedulingQueue(),
 		rand:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
+	s.queue.initialBackoff = cmp.Or(o.InitialBackoff, s.queue.initialBackoff)
+	s.queue.maxBackoff = cmp.Or(o.MaxBackoff, s.queue.maxBackoff)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	// Pods that have finished hold nothing on their node.
 	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -188,6 +197,16 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	namespaces := factory.Core().V1().Namespaces()
 	nsInformer := namespaces.Informer() // before Start, which starts only those asked for
 	s.namespaces = namespaces.Lister()
+	synced := []toolscache.InformerSynced{pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced}
+	if s.profile.scores("PodTopologySpread") || s.profile.hasFilter("PodTopologySpread") && s.profile.spreadDefaults.list {
+		// Pods without spread constraints are spread among those that
+		// share a Service or a controller with them, as kube's are.
+		core, apps := factory.Core().V1(), factory.Apps().V1()
+		synced = append(synced, core.Services().Informer().HasSynced, apps.ReplicaSets().Informer().HasSynced, apps.StatefulSets().Informer().HasSynced)
+		s.spreadSelector = spreadSelectors{
+			services: core.Services().Lister(), replicaSets: apps.ReplicaSets().Lister(), statefulSets: apps.StatefulSets().Lister(),
+		}.selector
+	}
 	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    s.podAdded,
 		UpdateFunc: s.podUpdated,
@@ -206,7 +225,7 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	podFactory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer podFactory.Shutdown()
-	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced, nsInformer.HasSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	var wg sync.WaitGroup
@@ -221,9 +240,11 @@ func schedule(ctx context.Context, client kubernetes.Interface, o Options) error
 	}
 }
 
-// responsible: the pod is this scheduler's to place.
+// responsible: the pod is this scheduler's to place, now: not being
+// deleted, and not held back by a scheduling gate (kube's SchedulingGates
+// plugin); it joins the queue when its last gate is removed.
 func (s *scheduler) responsible(pod *corev1.Pod) bool {
-	return pod.Spec.SchedulerName == s.profile.SchedulerName && pod.DeletionTimestamp == nil
+	return pod.Spec.SchedulerName == s.profile.SchedulerName && pod.DeletionTimestamp == nil && len(pod.Spec.SchedulingGates) == 0
 }
 
 func (s *scheduler) podAdded(obj any) {
@@ -234,9 +255,32 @@ func (s *scheduler) podAdded(obj any) {
 	switch {
 	case pod.Spec.NodeName != "":
 		s.cache.addPod(pod)
+		s.queue.moveWhere(waitsForPods)
 	case s.responsible(pod):
 		s.queue.add(pod)
 	}
+}
+
+// countsPodLabels: a pod whose fit depends on the labels of the pods
+// placed: required pod affinity or anti-affinity, DoNotSchedule
+// spreading.
+func countsPodLabels(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return waitsForPods(pod) || a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// waitsForPods: a pod that a pod assigned to a node may let fit, through
+// its required pod affinity or its topology spread constraints (which a
+// pod in the least crowded domain relaxes); nothing else a pod's arrival
+// changes makes room.
+func waitsForPods(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(pod.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+		return c.WhenUnsatisfiable == corev1.DoNotSchedule
+	})
 }
 
 func (s *scheduler) podUpdated(oldObj, obj any) {
@@ -247,10 +291,16 @@ func (s *scheduler) podUpdated(oldObj, obj any) {
 	}
 	switch {
 	case pod.Spec.NodeName != "":
-		if old.Spec.NodeName == "" {
-			s.queue.remove(pod.UID) // bound
-		}
 		s.cache.addPod(pod)
+		switch {
+		case old.Spec.NodeName == "":
+			s.queue.remove(pod.UID) // bound
+			s.queue.moveWhere(waitsForPods)
+		case !equality.Semantic.DeepEqual(old.Labels, pod.Labels):
+			// A waiting pod's terms or constraints may have counted the
+			// labels it had, or may count those it has.
+			s.queue.moveWhere(countsPodLabels)
+		}
 	case s.responsible(pod):
 		s.queue.update(pod)
 	default:
@@ -340,29 +390,42 @@ func (s *scheduler) schedulePod(pod *corev1.Pod, nodes []*nodeInfo) (string, err
 		return "", &fitError{}
 	}
 	c := newPodCycle(newPodInfo(pod), nodes, s.namespaceLabels)
-	for _, f := range s.profile.filters {
-		if f.prepare != nil {
-			f.prepare(c)
+	c.spreadSelector, c.spreadDefaults = s.spreadSelector, s.profile.spreadDefaults
+	s.profile.prepareFilters(c)
+	d := &diagnosis{numNodes: len(nodes)}
+	// A pod that names its nodes is filtered against those only, as
+	// kube's NodeAffinity PreFilter has it.
+	candidates, start := nodes, s.nextStart
+	if c.nodeNames != nil && s.profile.hasFilter("NodeAffinity") {
+		if c.nodeNames.Len() == 0 {
+			d.preFilterMsg = reasonNodeNamesConflict
+			return "", s.profile.fitError(c, d)
 		}
-	}
-	want := s.profile.feasibleNodesToFind(len(nodes))
-	feasible := make([]*nodeInfo, 0, want)
-	reasons := map[string]int{}
-	processed := 0
-	for ; processed < len(nodes) && len(feasible) < want; processed++ {
-		n := nodes[(s.nextStart+processed)%len(nodes)]
-		if why := s.profile.runFilters(c, n); len(why) > 0 {
-			for _, r := range why {
-				reasons[r]++
+		candidates, start = nil, 0
+		for _, n := range nodes {
+			if c.nodeNames.Has(n.name) {
+				candidates = append(candidates, n)
 			}
+		}
+		d.preFiltered = len(nodes) - len(candidates)
+	}
+	want := s.profile.feasibleNodesToFind(len(candidates))
+	feasible := make([]*nodeInfo, 0, want)
+	processed := 0
+	for ; processed < len(candidates) && len(feasible) < want; processed++ {
+		n := candidates[(start+processed)%len(candidates)]
+		if why, unresolvable := s.profile.runFilters(c, n); len(why) > 0 {
+			d.failed = append(d.failed, nodeFailure{n: n, why: why, unresolvable: unresolvable})
 			continue
 		}
 		feasible = append(feasible, n)
 	}
-	s.nextStart = (s.nextStart + processed) % len(nodes)
+	if len(candidates) == len(nodes) {
+		s.nextStart = (s.nextStart + processed) % len(nodes)
+	}
 	switch len(feasible) {
 	case 0:
-		return "", &fitError{numNodes: len(nodes), reasons: reasons}
+		return "", s.profile.fitError(c, d)
 	case 1:
 		return feasible[0].name, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func node(name, cpu, memory string, pods int64, mods ...func(*corev1.Node)) *corev1.Node {
@@ -57,38 +58,63 @@ func newTestScheduler(nodes []*corev1.Node, pods ...*corev1.Pod) *scheduler {
 	return s
 }
 
-// The message of a pod that fits nowhere is kube's, node counts by reason
-// sorted as strings.
+// The message of a pod that fits nowhere is kube's (1.37): the nodes
+// counted by reason, sorted as strings, then what DynamicResources and
+// DefaultPreemption say: how many nodes evicting pods of lower priority
+// would not help, and why. The examples are kube's events.
 func TestFitErrorMessage(t *testing.T) {
 	tainted := func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	cordoned := func(n *corev1.Node) { n.Spec.Unschedulable = true }
+	priority := func(v int32) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.Priority = &v } }
+	named := func(names ...string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: names}}}},
+			}}}
+		}
+	}
+	const noClaims = " no new claims to deallocate, preemption: "
+	avoidDB := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, TopologyKey: corev1.LabelHostname,
+		}}}}
+	}
 	for _, tc := range []struct {
-		name  string
-		nodes []*corev1.Node
-		pods  []*corev1.Pod
-		pod   *corev1.Pod
-		want  string
+		name    string
+		nodes   []*corev1.Node
+		pods    []*corev1.Pod
+		pod     *corev1.Pod
+		profile string // a KubeSchedulerConfiguration's profiles, if not the default
+		want    string
 	}{
 		{
-			name:  "taint and cpu",
+			name:  "taint, and more cpu than the nodes have: preemption would not help",
 			nodes: []*corev1.Node{node("a", "4", "8Gi", 110, tainted), node("b", "1", "8Gi", 110), node("c", "1", "8Gi", 110)},
 			pod:   pod("p", "2", ""),
-			want:  "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu.",
+			want:  "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu." + noClaims + "0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+		},
+		{
+			name:  "taint, and cpu in use by pods of the same priority: no victims",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110, tainted), node("b", "2", "8Gi", 110), node("c", "2", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("b-old", "1500m", "", onNode("b")), pod("c-old", "1500m", "", onNode("c"))},
+			pod:   pod("p", "1", ""),
+			want:  "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu." + noClaims + "0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.",
 		},
 		{
 			name:  "each resource short, pods full, cordoned",
 			nodes: []*corev1.Node{node("a", "1", "1Gi", 110), node("b", "4", "8Gi", 1), node("c", "4", "8Gi", 110, cordoned)},
 			pods:  []*corev1.Pod{pod("old", "", "", onNode("b"))},
 			pod:   pod("p", "2", "2Gi"),
-			want:  "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods, 1 node(s) were unschedulable.",
+			want: "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods, 1 node(s) were unschedulable." + noClaims +
+				"0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
 		},
 		{
 			name:  "node selector",
 			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
 			pod:   pod("p", "", "", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }),
-			want:  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+			want:  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector." + noClaims + "0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
 		},
 		{
 			name: "extended resource",
@@ -98,7 +124,7 @@ func TestFitErrorMessage(t *testing.T) {
 			pod: pod("p", "", "", func(p *corev1.Pod) {
 				p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("2")
 			}),
-			want: "0/2 nodes are available: 2 Insufficient example.com/gpu.",
+			want: "0/2 nodes are available: 2 Insufficient example.com/gpu." + noClaims + "0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
 		},
 		{
 			name:  "host port",
@@ -109,12 +135,88 @@ func TestFitErrorMessage(t *testing.T) {
 			pod: pod("p", "", "", func(p *corev1.Pod) {
 				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, HostIP: "10.0.0.1"}}
 			}),
-			want: "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.",
+			want: "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports." + noClaims + "0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+		},
+		{
+			name:  "a pod that names its node, as a DaemonSet's (kubernetes/kubernetes#141227)",
+			nodes: []*corev1.Node{node("a", "1", "8Gi", 110), node("b", "4", "8Gi", 110), node("c", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("a-old", "1", "", onNode("a"))},
+			pod:   pod("p", "500m", "", named("a")),
+			want: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]." + noClaims +
+				"0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
+		},
+		{
+			name:  "node names that conflict",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pod: pod("p", "", "", named("a"), func(p *corev1.Pod) {
+				t := &p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+				t.MatchFields = append(t.MatchFields, corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}})
+			}),
+			want: "0/1 nodes are available: pod affinity terms conflict." + noClaims + "0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+		},
+		{
+			name:  "victims of lower priority, not enough once gone",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("low", "1", "", onNode("a"), priority(0)), pod("high", "3", "", onNode("a"), priority(100))},
+			pod:   pod("p", "2", "", priority(10)),
+			want:  "0/1 nodes are available: 1 Insufficient cpu." + noClaims + "0/1 nodes are available: 1 Insufficient cpu.",
+		},
+		{
+			name:  "victims whose eviction would make room: kube would preempt, trustplane does not and says nothing of it",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("low", "3", "", onNode("a"), priority(0))},
+			pod:   pod("p", "2", "", priority(10)),
+			want:  "0/1 nodes are available: 1 Insufficient cpu.",
+		},
+		{
+			name:  "anti-affinity to a pod of lower priority: kube would evict it, trustplane says nothing of it",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("db-0", "", "", onNode("a"), priority(0), labelled("app", "db"))},
+			pod:   pod("p", "", "", priority(10), avoidDB),
+			want:  "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+		},
+		{
+			name:  "anti-affinity to pods of lower and higher priority: evicting the lower is not enough",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110)},
+			pods:  []*corev1.Pod{pod("db-0", "", "", onNode("a"), priority(0), labelled("app", "db")), pod("db-1", "", "", onNode("a"), priority(100), labelled("app", "db"))},
+			pod:   pod("p", "", "", priority(10), avoidDB),
+			want:  "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules." + noClaims + "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+		},
+		{
+			name:  "preemptionPolicy Never",
+			nodes: []*corev1.Node{node("a", "1", "8Gi", 110)},
+			pod: pod("p", "2", "", func(p *corev1.Pod) {
+				never := corev1.PreemptNever
+				p.Spec.PreemptionPolicy = &never
+			}),
+			want: "0/1 nodes are available: 1 Insufficient cpu." + noClaims + "not eligible due to preemptionPolicy=Never.",
+		},
+		{
+			name:  "a pod with resource claims: DynamicResources would look at them; trustplane says nothing",
+			nodes: []*corev1.Node{node("a", "1", "8Gi", 110)},
+			pod: pod("p", "2", "", func(p *corev1.Pod) {
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-0")}}
+			}),
+			want: "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+		},
+		{
+			name:    "DefaultPreemption and DynamicResources disabled",
+			nodes:   []*corev1.Node{node("a", "1", "8Gi", 110)},
+			pod:     pod("p", "2", ""),
+			profile: "profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: DefaultPreemption\n      - name: DynamicResources\n",
+			want:    "0/1 nodes are available: 1 Insufficient cpu.",
 		},
 		{name: "no nodes", pod: pod("p", "", ""), want: "no nodes available to schedule pods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestScheduler(tc.nodes, tc.pods...)
+			if tc.profile != "" {
+				c, err := ParseConfig([]byte(configHeader + tc.profile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.profile = c.Profile
+			}
 			host, err := s.schedulePod(tc.pod, s.cache.snapshot())
 			if err == nil {
 				t.Fatalf("scheduled on %s, want %q", host, tc.want)
@@ -242,11 +344,11 @@ func TestBalancedAllocation(t *testing.T) {
 	// cpu half used, memory a quarter: 100 - |0.5-0.25|/2*100.
 	s := newTestScheduler([]*corev1.Node{node("a", "4", "8Gi", 110)})
 	c := newPodCycle(newPodInfo(pod("p", "2", "2Gi")), s.cache.snapshot(), s.namespaceLabels)
-	if got := balancedAllocationScore(c, s.cache.snapshot()[0]); got != 87 {
+	if got := defaultBalancedScoring().score(c, s.cache.snapshot()[0]); got != 87 {
 		t.Errorf("balanced allocation %d, want 87", got)
 	}
 	// (4-2)/4 and (8-2)/8: (50+75)/2.
-	if got := leastAllocatedScore(c, s.cache.snapshot()[0]); got != 62 {
+	if got := defaultFitScoring().score(c, s.cache.snapshot()[0]); got != 62 {
 		t.Errorf("least allocated %d, want 62", got)
 	}
 }
@@ -315,6 +417,12 @@ func TestInterPodAffinity(t *testing.T) {
 			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(key)}}}
 		}
 	}
+	revision := func(r string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Labels["rev"] = r } }
+	antiByRevision := func(p *corev1.Pod) {
+		t := term("zone")
+		t.MatchLabelKeys = []string{"rev"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{t}}}
+	}
 	nodes := []*corev1.Node{node("a", "4", "8Gi", 110, zone("1")), node("b", "4", "8Gi", 110, zone("1")), node("c", "4", "8Gi", 110, zone("2"))}
 	for _, tc := range []struct {
 		name    string
@@ -332,12 +440,18 @@ func TestInterPodAffinity(t *testing.T) {
 		{name: "no room for a third twin by zone",
 			pods:    []*corev1.Pod{pod("db-0", "", "", app("db"), anti("zone"), onNode("a")), pod("db-1", "", "", app("db"), anti("zone"), onNode("c"))},
 			pod:     pod("db-2", "", "", app("db"), anti("zone")),
-			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."},
+			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. no new claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."},
 		{name: "affinity with db's zone", pods: []*corev1.Pod{pod("db-0", "", "", app("db"), onNode("c"))},
 			pod: pod("web", "", "", with("zone")), want: []string{"c"}},
 		{name: "affinity, no db anywhere", pod: pod("web", "", "", with("zone")),
-			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."},
+			wantErr: "0/3 nodes are available: 3 node(s) didn't match pod affinity rules. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."},
 		{name: "first of its group", pod: pod("db-0", "", "", app("db"), with("zone")), want: []string{"a", "b", "c"}},
+		{name: "matchLabelKeys: twins apart by zone within a revision only",
+			pods: []*corev1.Pod{pod("db-0", "", "", app("db"), revision("1"), antiByRevision, onNode("a"))},
+			pod:  pod("db-1", "", "", app("db"), revision("2"), antiByRevision), want: []string{"a", "b", "c"}},
+		{name: "matchLabelKeys: the same revision",
+			pods: []*corev1.Pod{pod("db-0", "", "", app("db"), revision("1"), antiByRevision, onNode("a"))},
+			pod:  pod("db-1", "", "", app("db"), revision("1"), antiByRevision), want: []string{"c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestScheduler(nodes, tc.pods...)
@@ -354,5 +468,22 @@ func TestInterPodAffinity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pod with a scheduling gate waits outside the queue until its last
+// gate is removed.
+func TestSchedulingGates(t *testing.T) {
+	s := newTestScheduler(nil)
+	gated := pod("p", "", "", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}} })
+	s.podAdded(gated)
+	if len(s.queue.all) != 0 {
+		t.Fatalf("a gated pod is queued")
+	}
+	open := gated.DeepCopy()
+	open.Spec.SchedulingGates = nil
+	s.podUpdated(gated, open)
+	if len(s.queue.active) != 1 {
+		t.Errorf("%d pods active once the gate is removed, want 1", len(s.queue.active))
 	}
 }

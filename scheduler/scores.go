@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
 
@@ -25,15 +26,50 @@ type scorer struct {
 	normalize func(scores []int64)
 }
 
-// scorers are kube's default profile's, with its default weights.
-func scorers() []scorer {
-	return []scorer{
-		{name: "TaintToleration", weight: 3, score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
-		{name: "NodeAffinity", weight: 2, prepare: func(c *podCycle) bool { return c.preferredAffinity != nil }, score: nodeAffinityScore, normalize: func(s []int64) { normalizeScores(s, false) }},
-		{name: "NodeResourcesFit", weight: 1, score: leastAllocatedScore},
-		{name: "NodeResourcesBalancedAllocation", weight: 1, prepare: requestsSomething, score: balancedAllocationScore},
-		{name: "ImageLocality", weight: 1, prepare: countImageNodes, score: imageLocalityScore},
+// pluginArgs are the plugins' arguments (a KubeSchedulerConfiguration's
+// pluginConfig) that trustplane takes.
+type pluginArgs struct {
+	addedAffinity addedAffinity
+	interPod      interPodAffinityArgs
+	fit           fitScoring
+	balanced      balancedScoring
+	spread        spreadDefaulting
+}
+
+// defaultPluginArgs are kube's defaults.
+func defaultPluginArgs() pluginArgs {
+	return pluginArgs{interPod: interPodAffinityArgs{hardPodAffinityWeight: 1}, fit: defaultFitScoring(), balanced: defaultBalancedScoring()}
+}
+
+// defaultWeights are kube's default profile's score weights.
+func defaultWeights() map[string]int64 {
+	return map[string]int64{
+		"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
+		"InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
 	}
+}
+
+// scorers are kube's default profile's, in its order, with the weights
+// given; those without a weight do not run.
+func scorers(weights map[string]int64, args pluginArgs) []scorer {
+	all := []scorer{
+		{name: "TaintToleration", score: taintTolerationScore, normalize: func(s []int64) { normalizeScores(s, true) }},
+		{name: "NodeAffinity", prepare: func(c *podCycle) bool { return c.preferredAffinity != nil || args.addedAffinity.preferred != nil },
+			score: args.addedAffinity.score, normalize: func(s []int64) { normalizeScores(s, false) }},
+		{name: "NodeResourcesFit", score: args.fit.score},
+		{name: "PodTopologySpread", prepare: prepareTopologySpreadScore, score: topologySpreadScore, normalize: normalizeTopologySpread},
+		interPodAffinityScorer(args.interPod),
+		{name: "NodeResourcesBalancedAllocation", prepare: args.balanced.requestsSomething, score: args.balanced.score},
+		{name: "ImageLocality", prepare: countImageNodes, score: imageLocalityScore},
+	}
+	var out []scorer
+	for _, s := range all {
+		if w := weights[s.name]; w > 0 {
+			s.weight = w
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // normalizeScores scales scores to 0..maxNodeScore, the highest raw score
@@ -80,60 +116,156 @@ func taintTolerationScore(c *podCycle, n *nodeInfo) int64 {
 	return count
 }
 
-// nodeAffinityScore is the sum of the weights of the preferred terms the
-// node matches.
-func nodeAffinityScore(c *podCycle, n *nodeInfo) int64 {
-	return c.preferredAffinity.Score(n.node)
+// addedAffinity is NodeAffinityArgs' addedAffinity: node affinity every
+// pod of the profile has besides its own.
+type addedAffinity struct {
+	required  *nodeaffinity.NodeSelector
+	preferred *nodeaffinity.PreferredSchedulingTerms
 }
 
-// leastAllocatedScore favours the nodes with the most CPU and memory left
-// once the pod is on them, each resource counting alike; requests not
-// given count as the defaults, so that empty pods spread too.
-func leastAllocatedScore(c *podCycle, n *nodeInfo) int64 {
-	var sum, resources int64
-	for _, r := range [][2]int64{
-		{n.nonZeroRequested.milliCPU + c.nonZero.milliCPU, n.allocatable.milliCPU},
-		{n.nonZeroRequested.memory + c.nonZero.memory, n.allocatable.memory},
-	} {
-		requested, allocatable := r[0], r[1]
+// score is the sum of the weights of the preferred terms the node
+// matches, the pod's and the profile's.
+func (a addedAffinity) score(c *podCycle, n *nodeInfo) int64 {
+	var sum int64
+	if a.preferred != nil {
+		sum += a.preferred.Score(n.node)
+	}
+	if c.preferredAffinity != nil {
+		sum += c.preferredAffinity.Score(n.node)
+	}
+	return sum
+}
+
+// fitScoring is NodeResourcesFit's scoring strategy (kube's
+// ScoringStrategy): LeastAllocated favours the nodes with the most left
+// of the resources once the pod is on them, MostAllocated those with the
+// least, each resource counting by its weight.
+type fitScoring struct {
+	mostAllocated bool
+	resources     []resourceWeight
+}
+
+type resourceWeight struct {
+	name   corev1.ResourceName
+	weight int64
+}
+
+// defaultFitScoring is kube's: LeastAllocated, cpu and memory alike.
+func defaultFitScoring() fitScoring {
+	return fitScoring{resources: []resourceWeight{{corev1.ResourceCPU, 1}, {corev1.ResourceMemory, 1}}}
+}
+
+func (fs fitScoring) score(c *podCycle, n *nodeInfo) int64 {
+	var sum, weights int64
+	for _, r := range fs.resources {
+		allocatable, requested := allocatableAndRequested(c, n, r.name, true)
 		if allocatable == 0 {
 			continue
 		}
-		resources++
-		if requested <= allocatable {
-			sum += (allocatable - requested) * maxNodeScore / allocatable
+		var score int64
+		switch {
+		case fs.mostAllocated:
+			score = min(requested, allocatable) * maxNodeScore / allocatable
+		case requested <= allocatable:
+			score = (allocatable - requested) * maxNodeScore / allocatable
 		}
+		sum += score * r.weight
+		weights += r.weight
 	}
-	if resources == 0 {
+	if weights == 0 {
 		return 0
 	}
-	return sum / resources
+	return sum / weights
+}
+
+// allocatableAndRequested are what the node has of a resource and what
+// would be asked of it with the pod there; with nonZero, cpu and memory
+// requests not given count as the defaults, so that empty pods spread
+// too. An extended resource the pod does not ask for is not scored
+// (0, 0), as kube's.
+func allocatableAndRequested(c *podCycle, n *nodeInfo, name corev1.ResourceName, nonZero bool) (allocatable, requested int64) {
+	used, want := n.requested, c.requests
+	if nonZero {
+		used, want = n.nonZeroRequested, c.nonZero
+	}
+	switch name {
+	case corev1.ResourceCPU:
+		return n.allocatable.milliCPU, used.milliCPU + want.milliCPU
+	case corev1.ResourceMemory:
+		return n.allocatable.memory, used.memory + want.memory
+	case corev1.ResourceEphemeralStorage:
+		return n.allocatable.ephemeral, n.requested.ephemeral + c.requests.ephemeral
+	}
+	asked := c.requests.scalar[name]
+	has, ok := n.allocatable.scalar[name]
+	if asked == 0 || !ok {
+		return 0, 0
+	}
+	return has, n.requested.scalar[name] + asked
+}
+
+// podRequest is what the pod asks of a resource, as given.
+func podRequest(c *podCycle, name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return c.requests.milliCPU
+	case corev1.ResourceMemory:
+		return c.requests.memory
+	case corev1.ResourceEphemeralStorage:
+		return c.requests.ephemeral
+	}
+	return c.requests.scalar[name]
+}
+
+// balancedScoring is NodeResourcesBalancedAllocation's resources (kube's
+// NodeResourcesBalancedAllocationArgs, cpu and memory by default).
+type balancedScoring struct {
+	resources []corev1.ResourceName
+}
+
+func defaultBalancedScoring() balancedScoring {
+	return balancedScoring{resources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}}
 }
 
 // requestsSomething: BalancedAllocation says nothing of a pod that asks
-// for no CPU or memory, which would otherwise pile such pods onto one
-// node (kubernetes/kubernetes#129138).
-func requestsSomething(c *podCycle) bool {
-	return c.requests.milliCPU != 0 || c.requests.memory != 0
+// for none of its resources, which would otherwise pile such pods onto
+// one node (kubernetes/kubernetes#129138).
+func (b balancedScoring) requestsSomething(c *podCycle) bool {
+	for _, name := range b.resources {
+		if podRequest(c, name) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// balancedAllocationScore favours the nodes whose CPU and memory would be
-// used in the same proportion once the pod is on them: 100 less the
-// standard deviation of the two fractions used, in percent.
-func balancedAllocationScore(c *podCycle, n *nodeInfo) int64 {
+// score favours the nodes whose resources would be used in the same
+// proportion once the pod is on them: 100 less the standard deviation of
+// the fractions used, in percent, requests counted as given.
+func (b balancedScoring) score(c *podCycle, n *nodeInfo) int64 {
 	var fractions []float64
-	for _, r := range [][2]int64{
-		{n.requested.milliCPU + c.requests.milliCPU, n.allocatable.milliCPU},
-		{n.requested.memory + c.requests.memory, n.allocatable.memory},
-	} {
-		if r[1] == 0 {
+	var total float64
+	for _, name := range b.resources {
+		allocatable, requested := allocatableAndRequested(c, n, name, false)
+		if allocatable == 0 {
 			continue
 		}
-		fractions = append(fractions, min(float64(r[0])/float64(r[1]), 1))
+		f := min(float64(requested)/float64(allocatable), 1)
+		fractions = append(fractions, f)
+		total += f
 	}
 	var std float64
-	if len(fractions) == 2 {
+	switch len(fractions) {
+	case 0, 1:
+	case 2:
 		std = math.Abs(fractions[0]-fractions[1]) / 2
+	default:
+		mean := total / float64(len(fractions))
+		var sum float64
+		for _, f := range fractions {
+			sum += (f - mean) * (f - mean)
+		}
+		std = math.Sqrt(sum / float64(len(fractions)))
 	}
 	return int64((1 - std) * maxNodeScore)
 }

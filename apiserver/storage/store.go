@@ -25,7 +25,7 @@ type Store struct {
 	client       *clientv3.Client
 	scheme       *runtime.Scheme
 	serializer   runtime.Serializer
-	transformers map[schema.GroupResource]value.Transformer
+	transformers value.ResourceTransformers
 	timeout      time.Duration
 	// written maps a resource (its name, the first segment of its keys)
 	// to an *atomic.Int64 holding the revision of the last write this
@@ -58,10 +58,11 @@ func (s *Store) Written(gr schema.GroupResource) int64 {
 	return v.(*atomic.Int64).Load()
 }
 
-// New returns a store over client. Objects of a resource with a
-// transformer are transformed (encrypted) on their way to etcd; the others
-// are stored as encoded. timeout bounds every etcd call.
-func New(client *clientv3.Client, scheme *runtime.Scheme, transformers map[schema.GroupResource]value.Transformer, timeout time.Duration) (*Store, error) {
+// New returns a store over client. Objects pass through their resource's
+// transformer (encryption) on their way to and from etcd; with
+// transformers nil, every object is stored as encoded. timeout bounds
+// every etcd call.
+func New(client *clientv3.Client, scheme *runtime.Scheme, transformers value.ResourceTransformers, timeout time.Duration) (*Store, error) {
 	var errs []error
 	if client == nil {
 		errs = append(errs, errors.New("etcd client is nil"))
@@ -85,10 +86,10 @@ func New(client *clientv3.Client, scheme *runtime.Scheme, transformers map[schem
 }
 
 func (s *Store) transformer(gr schema.GroupResource) value.Transformer {
-	if t, ok := s.transformers[gr]; ok {
-		return t
+	if s.transformers == nil {
+		return identity{}
 	}
-	return identity{}
+	return s.transformers.TransformerForResource(gr)
 }
 
 // encode serializes obj without its resourceVersion, which is the etcd
@@ -124,7 +125,7 @@ func (s *Store) encode(ctx context.Context, gr schema.GroupResource, key string,
 func (s *Store) decode(ctx context.Context, gr schema.GroupResource, key string, data []byte, rev int64, into runtime.Object) error {
 	plain, _, err := s.transformer(gr).TransformFromStorage(ctx, data, value.DefaultContext(key))
 	if err != nil {
-		return fmt.Errorf("transform %s from storage: %w", key, err)
+		return undecryptable(key, data, err)
 	}
 	if _, _, err := s.serializer.Decode(plain, nil, into); err != nil {
 		return fmt.Errorf("decode %s: %w", key, err)

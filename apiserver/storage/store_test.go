@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func newStore(t *testing.T) (*storage.Store, *etcdtest.Etcd) {
 	if err := os.WriteFile(path, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	transformers, err := storage.LoadEncryption(context.Background(), path)
+	transformers, err := storage.LoadEncryption(t.Context(), path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ resources:
 `), "short.yaml"},
 	}
 	for _, tt := range tests {
-		_, err := storage.LoadEncryption(context.Background(), tt.path)
+		_, err := storage.LoadEncryption(t.Context(), tt.path, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tt.name, err, tt.want)
 		}

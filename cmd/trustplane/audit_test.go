@@ -22,16 +22,7 @@ import (
 
 func auditRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(append([]string{"audit"}, args...))
-	err := cmd.ExecuteContext(t.Context())
-	if err != nil && err.Error() != "" {
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), exitCode(err)
+	return runRoot(t, append([]string{"audit"}, args...)...)
 }
 
 // auditDataDir writes a data directory with an audit key and a log of

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -20,6 +21,21 @@ func clientConfig(kubeconfig, dir string) (*rest.Config, error) {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	return cfg, nil
+}
+
+// clientset is a client of the cluster as clientConfig finds it, that
+// names itself userAgent.
+func clientset(kubeconfig, dir, userAgent string) (*kubernetes.Clientset, error) {
+	restConfig, err := clientConfig(kubeconfig, dir)
+	if err != nil {
+		return nil, err
+	}
+	restConfig.UserAgent = userAgent
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", restConfig.Host, err)
+	}
+	return client, nil
 }
 
 // loadingRules find the kubeconfig as kubectl does, then in the data

@@ -120,6 +120,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.DurationVar(&o.AdmissionPolicyTimeout, "admission-policy-timeout", o.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
+	addTolerationFlags(fs, o)
 	addAuditLogFlags(fs, &o.Audit)
 	mem.addTo(fs)
 	return cmd
@@ -133,6 +134,10 @@ func runAPIServer(ctx context.Context, o *apiserver.Options, logger *slog.Logger
 		return err
 	}
 	defer closeConfig()
+	// Where etcd is, for the commands that read it as the server does.
+	if err := datadir.WriteEtcdServers(datadir.Layout{Dir: o.DataDir}, o.EtcdServers); err != nil {
+		return err
+	}
 	srv, err := apiserver.New(*cfg)
 	if err != nil {
 		return err

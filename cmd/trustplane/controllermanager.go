@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -25,6 +26,7 @@ func newControllerManagerCommand() *cobra.Command {
 		signing    clusterSigningFlags
 		qps        float32
 		burst      int
+		lifecycle  nodeLifecycleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager [--kubeconfig FILE] [--controllers a,b,-c]",
@@ -44,9 +46,18 @@ csrsigning signs node client certificates with the cluster CA, whose
 certificate and key it reads from files (--cluster-signing-cert-file and
 --cluster-signing-key-file, default DIR/pki/ca.crt and ca.key), as kube's
 controller does: the controller manager runs on the control plane's host,
-beside the API server, and the CA key never goes through the API.`,
+beside the API server, and the CA key never goes through the API.
+
+nodelifecycle turns a node whose Lease and status were not renewed for
+--node-monitor-grace-period Unknown and taints it
+node.kubernetes.io/unreachable:NoExecute, at most --node-eviction-rate nodes
+a second per zone; taint-eviction-controller then deletes its pods that do
+not tolerate the taint, or once their tolerationSeconds have passed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lifecycle.validate(cmd.Flags()); err != nil {
+				return err
+			}
 			names, err := controllers.Select(list)
 			if err != nil {
 				return err
@@ -61,6 +72,7 @@ beside the API server, and the CA key never goes through the API.`,
 			}
 			o := signing.options(names, workers, newLogger())
 			o.QPS, o.Burst = qps, burst
+			o.NodeLifecycle = lifecycle.config
 			return runControllerManager(cmd.Context(), kubeconfig, o)
 		},
 	}
@@ -72,7 +84,53 @@ beside the API server, and the CA key never goes through the API.`,
 	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second of each controller's client (kube-controller-manager's default)")
 	fs.IntVar(&burst, "kube-api-burst", 30, "requests in a burst of each controller's client")
 	signing.addTo(fs)
+	lifecycle.addTo(fs)
 	return cmd
+}
+
+// nodeLifecycleFlags are kube-controller-manager's flags of its node
+// lifecycle controller, with its defaults.
+type nodeLifecycleFlags struct {
+	config controllers.NodeLifecycleConfig
+}
+
+func (f *nodeLifecycleFlags) addTo(fs *pflag.FlagSet) {
+	c := &f.config
+	fs.DurationVar(&c.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often every node's heartbeats are checked")
+	fs.DurationVar(&c.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without renewing its Lease or posting its status before it is Unknown and tainted unreachable")
+	fs.DurationVar(&c.NodeStartupGracePeriod, "node-startup-grace-period", time.Minute, "that grace for a node that never posted its status")
+	fs.Float32Var(&c.NodeEvictionRate, "node-eviction-rate", 0.1, "nodes per second given a NoExecute taint in a healthy zone")
+	fs.Float32Var(&c.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", 0.01, "nodes per second given a NoExecute taint in an unhealthy zone larger than --large-cluster-size-threshold; a smaller one gets none")
+	fs.IntVar(&c.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "nodes a zone must have for the secondary rate to apply")
+	fs.Float32Var(&c.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "share of a zone's nodes (more than two) not ready that makes it unhealthy")
+}
+
+// validate refuses a flag set to 0: the controller reads 0 as kube's
+// default, which would quietly turn a rate of 0, meant to stop
+// evictions, into one that does not.
+func (f *nodeLifecycleFlags) validate(fs *pflag.FlagSet) error {
+	c := f.config
+	var errs []error
+	for _, flag := range []struct {
+		name string
+		zero bool
+	}{
+		{"node-monitor-period", c.NodeMonitorPeriod == 0},
+		{"node-monitor-grace-period", c.NodeMonitorGracePeriod == 0},
+		{"node-startup-grace-period", c.NodeStartupGracePeriod == 0},
+		{"node-eviction-rate", c.NodeEvictionRate == 0},
+		{"secondary-node-eviction-rate", c.SecondaryNodeEvictionRate == 0},
+		{"large-cluster-size-threshold", c.LargeClusterSizeThreshold == 0},
+		{"unhealthy-zone-threshold", c.UnhealthyZoneThreshold == 0},
+	} {
+		if flag.zero && fs.Changed(flag.name) {
+			errs = append(errs, fmt.Errorf("--%s 0: want more than 0", flag.name))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("(to stop taint-based eviction, leave its controller out: --controllers=*,-taint-eviction-controller)"))
+	}
+	return errors.Join(errs...)
 }
 
 // clusterSigningFlags are kube-controller-manager's flags of the CA that

@@ -22,10 +22,11 @@ type clusterFlags struct {
 	advertiseAddress string
 	extraSANs        []string
 	certValidity     time.Duration
+	encryption       string
 }
 
 func newClusterFlags() *clusterFlags {
-	return &clusterFlags{apiserver: apiserver.NewOptions(), certValidity: pki.DefaultLeafValidity}
+	return &clusterFlags{apiserver: apiserver.NewOptions(), certValidity: pki.DefaultLeafValidity, encryption: datadir.EncryptionAESGCM}
 }
 
 func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
@@ -35,17 +36,31 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.advertiseAddress, "advertise-address", "", "IP address clients reach the API server at (default: the bind address, or 127.0.0.1 when it binds all addresses)")
 	fs.StringSliceVar(&f.extraSANs, "apiserver-cert-extra-sans", nil, "extra DNS names and IP addresses for the serving certificates")
 	fs.DurationVar(&f.certValidity, "cert-validity", f.certValidity, "validity of issued leaf certificates")
+	fs.StringVar(&f.encryption, "encryption", f.encryption, "provider of a new encryption configuration: aesgcm, or kms for the KMS v2 plugin that up runs (key in DIR/pki/kms.key); an existing configuration is kept")
 	fs.StringVar(&f.apiserver.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file with OIDC issuers (default DIR/authentication-config.yaml when it exists)")
 	fs.StringVar(&f.apiserver.AdmissionPolicyDir, "admission-policy-dir", "", "directory of the Rego admission policies (default DIR/policies)")
 	fs.DurationVar(&f.apiserver.AdmissionPolicyTimeout, "admission-policy-timeout", f.apiserver.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	fs.StringVar(&f.apiserver.ServiceClusterIPRange, "service-cluster-ip-range", f.apiserver.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&f.apiserver.ServiceNodePortRange, "service-node-port-range", f.apiserver.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
+	addTolerationFlags(fs, f.apiserver)
+}
+
+// addTolerationFlags adds kube-apiserver's flags of the
+// DefaultTolerationSeconds admission plugin.
+func addTolerationFlags(fs *pflag.FlagSet, o *apiserver.Options) {
+	fs.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", o.DefaultNotReadyTolerationSeconds,
+		"seconds of the toleration of node.kubernetes.io/not-ready:NoExecute given to every pod created without one")
+	fs.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", o.DefaultUnreachableTolerationSeconds,
+		"seconds of the toleration of node.kubernetes.io/unreachable:NoExecute given to every pod created without one")
 }
 
 func (f *clusterFlags) validate() error {
 	var errs []error
 	if f.advertiseAddress != "" && net.ParseIP(f.advertiseAddress) == nil {
 		errs = append(errs, fmt.Errorf("--advertise-address %q is not an IP address", f.advertiseAddress))
+	}
+	if f.encryption != datadir.EncryptionAESGCM && f.encryption != datadir.EncryptionKMS {
+		errs = append(errs, fmt.Errorf("--encryption %q: want aesgcm or kms", f.encryption))
 	}
 	if f.certValidity <= 0 {
 		errs = append(errs, fmt.Errorf("--cert-validity %s must be positive", f.certValidity))
@@ -75,5 +90,6 @@ func (f *clusterFlags) initOptions() datadir.Options {
 		Hosts:        hosts,
 		APIServerURL: f.serverURL(),
 		LeafValidity: f.certValidity,
+		Encryption:   f.encryption,
 	}
 }

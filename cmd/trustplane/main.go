@@ -63,7 +63,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newControllerManagerCommand(), newSchedulerCommand(), newBenchCommand(), newVersionCommand(), newKubeconfigCommand(), newWhoCanCommand(), newPolicyCommand(), newAuditCommand(), newTokenCommand(), newNodeCommand())
+	root.AddCommand(newInitCommand(), newUpCommand(), newEtcdCommand(), newAPIServerCommand(), newControllerManagerCommand(), newSchedulerCommand(), newBenchCommand(), newVersionCommand(), newKubeconfigCommand(), newWhoCanCommand(), newRBACCommand(), newPolicyCommand(), newAuditCommand(), newTokenCommand(), newNodeCommand(), newSecretsEncryptCommand(), newKMSPluginCommand())
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,10 +18,16 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/trustplane/trustplane/apiserver"
+	"github.com/trustplane/trustplane/datadir"
 	"github.com/trustplane/trustplane/node"
 	"github.com/trustplane/trustplane/pki"
 )
@@ -39,8 +46,9 @@ type nodeFlags struct {
 	burst                                 int
 }
 
-func newNodeCommand() *cobra.Command {
-	f := &nodeFlags{
+// newNodeFlags are the node agent's defaults.
+func newNodeFlags() *nodeFlags {
+	return &nodeFlags{
 		dir:          "trustplane-node",
 		count:        1,
 		capacity:     map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
@@ -52,6 +60,10 @@ func newNodeCommand() *cobra.Command {
 		qps:          50,
 		burst:        100,
 	}
+}
+
+func newNodeCommand() *cobra.Command {
+	f := newNodeFlags()
 	cmd := &cobra.Command{
 		Use:   "node --name N --server URL --token T (--ca-cert-hash sha256:… | --ca-file F)",
 		Short: "Run a node agent: join with a bootstrap token, then report a Node and run its pods",
@@ -289,4 +301,69 @@ func runNodes(ctx context.Context, configs []node.Config) error {
 		return err
 	}
 	return nil
+}
+
+// runLocalNodes runs n node agents beside the control plane that up
+// runs, each over loopback TLS with its own certificate, kept in
+// DIR/nodes. Nodes without a certificate yet join with a bootstrap token
+// that up creates for them as the admin, never shows, and deletes once
+// every node holds its certificate (or after ten minutes, by expiry).
+func runLocalNodes(ctx context.Context, dir, server string, n int, logger *slog.Logger) error {
+	l := datadir.Layout{Dir: dir}
+	f := newNodeFlags()
+	f.name, f.count, f.server = "node", n, server
+	f.dir = filepath.Join(dir, "nodes")
+	f.caFile = filepath.Join(l.PKI(), pki.ClusterCAName+".crt")
+	configs, err := f.configs(ctx)
+	if err != nil {
+		return err
+	}
+	var joining []string
+	for _, c := range configs {
+		if _, err := os.Stat(filepath.Join(c.Dir, "node-client-current.pem")); err != nil {
+			joining = append(joining, c.Dir)
+		}
+	}
+	if len(joining) > 0 {
+		cfg, err := clientConfig(l.Kubeconfig("admin"), "")
+		if err != nil {
+			return err
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		token, _, err := createBootstrapToken(ctx, cs, 10*time.Minute, "trustplane up --nodes", nil)
+		if err != nil {
+			return fmt.Errorf("nodes: %w", err)
+		}
+		for i := range configs {
+			configs[i].Token = token
+		}
+		id, _, _ := strings.Cut(token, ".")
+		go forgetToken(ctx, cs, id, joining, logger)
+	}
+	for i := range configs {
+		configs[i].Logger = logger
+	}
+	return runNodes(ctx, configs)
+}
+
+// forgetToken deletes the bootstrap token id once every directory in dirs
+// holds a node certificate.
+func forgetToken(ctx context.Context, cs kubernetes.Interface, id string, dirs []string, logger *slog.Logger) {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, "node-client-current.pem")); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return
+	}
+	if err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		logger.Warn("delete the nodes' bootstrap token; it expires in ten minutes", "id", id, "err", err)
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -22,16 +21,7 @@ import (
 // stderr holds the error main prints, code the exit status.
 func policyRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(append([]string{"policy"}, args...))
-	err := cmd.ExecuteContext(t.Context())
-	if err != nil && err.Error() != "" {
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), exitCode(err)
+	return runRoot(t, append([]string{"policy"}, args...)...)
 }
 
 // writeFiles writes files (name → content) below dir and returns dir.

@@ -22,6 +22,10 @@ type schedulerFlags struct {
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 	qps                                       float32
 	burst                                     int
+	// profile and the backoffs are a --config file's; the defaults when
+	// nil and zero.
+	profile                    *scheduler.Profile
+	initialBackoff, maxBackoff time.Duration
 }
 
 func newSchedulerFlags() *schedulerFlags {
@@ -58,9 +62,38 @@ func (f *schedulerFlags) validate() error {
 	return errors.Join(errs...)
 }
 
+// applyConfig takes what a KubeSchedulerConfiguration file sets, except
+// where a flag given on the command line says otherwise, as
+// kube-scheduler's flags override its --config.
+func (f *schedulerFlags) applyConfig(c *scheduler.Config, fs *pflag.FlagSet) {
+	fromFile := func(flag string, set bool) bool { return set && !fs.Changed(flag) }
+	if fromFile("kubeconfig", c.Kubeconfig != "") {
+		f.kubeconfig = c.Kubeconfig
+	}
+	if fromFile("kube-api-qps", c.QPS > 0) {
+		f.qps = c.QPS
+	}
+	if fromFile("kube-api-burst", c.Burst > 0) {
+		f.burst = c.Burst
+	}
+	if fromFile("leader-elect", c.LeaderElect != nil) {
+		f.leaderElect = *c.LeaderElect
+	}
+	if fromFile("leader-elect-lease-duration", c.LeaseDuration > 0) {
+		f.leaseDuration = c.LeaseDuration
+	}
+	if fromFile("leader-elect-renew-deadline", c.RenewDeadline > 0) {
+		f.renewDeadline = c.RenewDeadline
+	}
+	if fromFile("leader-elect-retry-period", c.RetryPeriod > 0) {
+		f.retryPeriod = c.RetryPeriod
+	}
+	f.profile, f.initialBackoff, f.maxBackoff = c.Profile, c.InitialBackoff, c.MaxBackoff
+}
+
 func newSchedulerCommand() *cobra.Command {
 	f := newSchedulerFlags()
-	var dir string
+	var dir, configFile string
 	cmd := &cobra.Command{
 		Use:   "scheduler [--kubeconfig FILE]",
 		Short: "Run the scheduler alone",
@@ -69,9 +102,24 @@ system:kube-scheduler (--kubeconfig, default DIR/scheduler.conf), and places
 pending pods on nodes as kube-scheduler's default profile does, binding them
 through pods/binding. Instances that share a cluster elect one leader through
 the Lease kube-system/kube-scheduler; a standby takes over within the lease
-duration once the leader stops renewing it.`,
+duration once the leader stops renewing it.
+
+--config FILE reads a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)
+as kube-scheduler does: its default profile's plugins (weights of score
+plugins, plugins disabled at multiPoint, filter or score) and InterPodAffinity
+arguments, percentageOfNodesToScore, the pod backoffs, clientConnection and
+leaderElection; kube's defaults for what it leaves out, and flags given on the
+command line over the file. Unknown fields, unknown plugins, plugins trustplane
+does not run and profiles for other scheduler names are refused at start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if configFile != "" {
+				c, err := scheduler.LoadConfig(configFile)
+				if err != nil {
+					return fmt.Errorf("--config: %w", err)
+				}
+				f.applyConfig(c, cmd.Flags())
+			}
 			if err := f.validate(); err != nil {
 				return err
 			}
@@ -84,6 +132,7 @@ duration once the leader stops renewing it.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", datadir.DefaultDir, "data directory whose scheduler.conf is used without --kubeconfig")
+	cmd.Flags().StringVar(&configFile, "config", "", "a KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
 	f.addTo(cmd.Flags())
 	return cmd
 }
@@ -97,12 +146,15 @@ func runScheduler(ctx context.Context, f *schedulerFlags, id string, logger *slo
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
 	return scheduler.Run(ctx, scheduler.Options{
-		Config:        cfg,
-		Logger:        logger,
-		Identity:      id,
-		LeaderElect:   f.leaderElect,
-		LeaseDuration: f.leaseDuration,
-		RenewDeadline: f.renewDeadline,
-		RetryPeriod:   f.retryPeriod,
+		Config:         cfg,
+		Logger:         logger,
+		Identity:       id,
+		LeaderElect:    f.leaderElect,
+		LeaseDuration:  f.leaseDuration,
+		RenewDeadline:  f.renewDeadline,
+		RetryPeriod:    f.retryPeriod,
+		Profile:        f.profile,
+		InitialBackoff: f.initialBackoff,
+		MaxBackoff:     f.maxBackoff,
 	})
 }

@@ -95,34 +95,9 @@ given before trusting it.`,
 			if err != nil {
 				return err
 			}
-			token, err := bootstraputil.GenerateBootstrapToken()
+			token, expires, err := createBootstrapToken(cmd.Context(), cs, ttl, description, groups)
 			if err != nil {
-				return fmt.Errorf("generate token: %w", err)
-			}
-			id, secret, _ := strings.Cut(token, ".")
-			s := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
-				Type:       bootstrapapi.SecretTypeBootstrapToken,
-				Data: map[string][]byte{
-					bootstrapapi.BootstrapTokenIDKey:               []byte(id),
-					bootstrapapi.BootstrapTokenSecretKey:           []byte(secret),
-					bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
-				},
-			}
-			var expires time.Time
-			if ttl > 0 {
-				expires = time.Now().Add(ttl).UTC().Truncate(time.Second)
-				s.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(expires.Format(time.RFC3339))
-			}
-			if description != "" {
-				s.Data[bootstrapapi.BootstrapTokenDescriptionKey] = []byte(description)
-			}
-			if len(groups) > 0 {
-				s.Data[bootstrapapi.BootstrapTokenExtraGroupsKey] = []byte(strings.Join(groups, ","))
-			}
-			if _, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Create(cmd.Context(), s, metav1.CreateOptions{}); err != nil {
-				// The error names the Secret, never the token.
-				return fmt.Errorf("create token %s: %w", id, err)
+				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "token: %s\nca-cert-hash: %s\n", token, pin)
@@ -139,6 +114,41 @@ given before trusting it.`,
 	flags.StringVar(&description, "description", "", "what the token is for, shown by token list")
 	flags.StringSliceVar(&groups, "groups", nil, "extra groups of the token's user, each system:bootstrappers:…")
 	return cmd
+}
+
+// createBootstrapToken creates a bootstrap token Secret in kube-system
+// that lives for ttl (0: forever) and returns the token and its expiry.
+func createBootstrapToken(ctx context.Context, cs kubernetes.Interface, ttl time.Duration, description string, groups []string) (string, time.Time, error) {
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("generate token: %w", err)
+	}
+	id, secret, _ := strings.Cut(token, ".")
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data: map[string][]byte{
+			bootstrapapi.BootstrapTokenIDKey:               []byte(id),
+			bootstrapapi.BootstrapTokenSecretKey:           []byte(secret),
+			bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+		},
+	}
+	var expires time.Time
+	if ttl > 0 {
+		expires = time.Now().Add(ttl).UTC().Truncate(time.Second)
+		s.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(expires.Format(time.RFC3339))
+	}
+	if description != "" {
+		s.Data[bootstrapapi.BootstrapTokenDescriptionKey] = []byte(description)
+	}
+	if len(groups) > 0 {
+		s.Data[bootstrapapi.BootstrapTokenExtraGroupsKey] = []byte(strings.Join(groups, ","))
+	}
+	if _, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		// The error names the Secret, never the token.
+		return "", time.Time{}, fmt.Errorf("create token %s: %w", id, err)
+	}
+	return token, expires, nil
 }
 
 // caPin is kubeadm's pin of the CA the kubeconfig trusts: sha256 of the

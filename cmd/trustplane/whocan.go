@@ -79,14 +79,9 @@ roles, clusterrolebindings and rolebindings in all namespaces.`,
 			if err != nil {
 				return err
 			}
-			restConfig, err := clientConfig(f.kubeconfig, f.dir)
+			client, err := clientset(f.kubeconfig, f.dir, "trustplane-who-can/"+version)
 			if err != nil {
 				return err
-			}
-			restConfig.UserAgent = "trustplane-who-can/" + version
-			client, err := kubernetes.NewForConfig(restConfig)
-			if err != nil {
-				return fmt.Errorf("client for %s: %w", restConfig.Host, err)
 			}
 			warn := func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning:", s) }
 			if !q.nonResource() {

@@ -1,6 +1,7 @@
 package e2etest
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -87,6 +88,14 @@ func (c *Cluster) Start(t testing.TB) {
 	}, c.args...)...))
 	c.runs = append(c.runs, p)
 	c.running = p
+	// Before it stops (cleanups run last first): whatever the test did,
+	// no Secret reached etcd in plain text or under a key the
+	// configuration lacks.
+	t.Cleanup(func() {
+		if c.running == p && p.Running() {
+			c.CheckEncryptedAtRest(t)
+		}
+	})
 
 	url := strings.TrimPrefix(p.WaitLine(t, "trustplane is up: API server at "), "trustplane is up: API server at ")
 	export := p.WaitLine(t, "export KUBECONFIG=")
@@ -131,6 +140,21 @@ func (c *Cluster) WaitForServiceAccount(t testing.TB, namespace string) {
 			t.Fatalf("no default ServiceAccount in %s within 30s: %v\n%s", namespace, err, c.Output())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// CheckEncryptedAtRest runs secrets-encrypt verify on the running
+// cluster's etcd, and fails the test if it finds an object of an
+// encrypted resource in plain text or under a key the configuration does
+// not have. Every cluster is checked so when its test ends.
+func (c *Cluster) CheckEncryptedAtRest(t testing.TB) {
+	t.Helper()
+	// Not the test's context: a cleanup runs once it is canceled.
+	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Binary(t), "secrets-encrypt", "verify", "--dir", c.Dir).CombinedOutput()
+	if err != nil {
+		t.Errorf("secrets-encrypt verify: %v\n%s", err, out)
 	}
 }
 

@@ -166,6 +166,16 @@ func (p *Process) Kill() {
 	<-p.exited
 }
 
+// Running is whether the process has not exited.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // PID returns the process ID.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

@@ -1,0 +1,240 @@
+package encryption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+)
+
+var secrets = schema.GroupResource{Resource: "secrets"}
+
+// KeyOf is the key a stored value is under, read from its prefix alone.
+// A value without the encrypted prefix is plain text; one with a provider
+// the scan does not know is Unknown.
+func KeyOf(value []byte) Key {
+	provider, name := storage.StoredKey(value)
+	switch provider {
+	case "":
+		return Plain
+	case Unknown:
+		return Key{Provider: Unknown}
+	}
+	return Key{Provider: provider, Name: name}
+}
+
+// DefaultPageSize is how many values one etcd range returns.
+const DefaultPageSize = 500
+
+// Scanner reads the raw values of resources in etcd, a page at a time,
+// all at one revision.
+type Scanner struct {
+	Client *clientv3.Client
+	// PageSize bounds the values of one range; 0 is DefaultPageSize.
+	PageSize int64
+	// Timeout bounds each range; 0 is 30 seconds.
+	Timeout time.Duration
+}
+
+// Object is one stored object: its resource, its namespace/name (name
+// alone when cluster-scoped), and the key its value is under.
+type Object struct {
+	Resource schema.GroupResource
+	Name     string
+	Under    Key
+}
+
+// Scan calls fn with each object of the resources, at the revision of its
+// first range, which it returns; rev 0 reads the latest.
+func (s Scanner) Scan(ctx context.Context, resources []schema.GroupResource, rev int64, fn func(Object) error) (int64, error) {
+	if rev == 0 {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout())
+		resp, err := s.Client.Get(rctx, storage.Prefix, clientv3.WithCountOnly())
+		cancel()
+		if err != nil {
+			return 0, fmt.Errorf("scan: %w", err)
+		}
+		rev = resp.Header.Revision
+	}
+	for _, gr := range resources {
+		_, err := s.Pages(ctx, gr, "", rev, func(page []Object, _ string) error {
+			for _, o := range page {
+				if err := fn(o); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return rev, err
+		}
+	}
+	return rev, nil
+}
+
+func (s Scanner) timeout() time.Duration {
+	if s.Timeout <= 0 {
+		return 30 * time.Second
+	}
+	return s.Timeout
+}
+
+// Pages calls fn with each page of gr's objects whose etcd keys sort
+// after the key after ("" for all), and the last key of the page. It
+// reads at revision rev, or with rev 0 each page at the latest, and
+// returns the etcd revision when it read the first page.
+func (s Scanner) Pages(ctx context.Context, gr schema.GroupResource, after string, rev int64, fn func(page []Object, last string) error) (int64, error) {
+	size := s.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	first := int64(0)
+	prefix := storage.ListPrefix(gr, "")
+	from, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	if after != "" {
+		from = after + "\x00"
+	}
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(size), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.timeout())
+		resp, err := s.Client.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return first, fmt.Errorf("scan %s: %w", prefix, err)
+		}
+		if first == 0 {
+			first = resp.Header.Revision
+		}
+		if len(resp.Kvs) == 0 {
+			return first, nil
+		}
+		page := make([]Object, len(resp.Kvs))
+		for i, kv := range resp.Kvs {
+			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value)}
+		}
+		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		if err := fn(page, last); err != nil {
+			return first, err
+		}
+		if !resp.More {
+			return first, nil
+		}
+		from = last + "\x00"
+	}
+}
+
+// Count is how many objects are under one key.
+type Count struct {
+	Key   Key `json:"key"`
+	Count int `json:"count"`
+	// InConfig is whether the resource's rule has the key: one that is
+	// not cannot be read.
+	InConfig bool `json:"inConfig"`
+}
+
+// Resource is what the configuration says of one resource, and where its
+// objects are.
+type Resource struct {
+	Resource string `json:"resource"`
+	Rule
+	WriteKey Key     `json:"writeKey"`
+	Objects  int     `json:"objects"`
+	Counts   []Count `json:"counts"`
+}
+
+// Encrypted is whether the resource's writes are encrypted: then none of
+// its objects may be in plain text.
+func (r Resource) Encrypted() bool { return r.WriteKey.Encrypts() }
+
+// Problem is an object that verify refuses.
+type Problem struct {
+	Resource string `json:"resource"`
+	// Name is the object's, namespace/name; empty for a problem of the
+	// configuration itself.
+	Name   string `json:"name,omitempty"`
+	Under  Key    `json:"under"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string {
+	if p.Name == "" {
+		return p.Resource + " " + p.Reason
+	}
+	return fmt.Sprintf("%s %s %s", p.Resource, p.Name, p.Reason)
+}
+
+// Report is the state of encryption at rest at one etcd revision.
+type Report struct {
+	Revision  int64      `json:"revision"`
+	Resources []Resource `json:"resources"`
+	// Problems are the objects of an encrypted resource in plain text,
+	// and those under a key the configuration does not have.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Status scans the resources cfg covers among stored, the resources the
+// server stores, and counts their objects under each key.
+func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupResource) (*Report, error) {
+	var covered []schema.GroupResource
+	byResource := map[schema.GroupResource]*Resource{}
+	var order []*Resource
+	for _, gr := range stored {
+		rule, ok := cfg.RuleFor(gr)
+		if !ok {
+			continue
+		}
+		r := &Resource{Resource: gr.String(), Rule: rule, WriteKey: rule.WriteKey()}
+		for _, k := range rule.Keys {
+			r.Counts = append(r.Counts, Count{Key: k, InConfig: true})
+		}
+		if !rule.Has(Plain) {
+			r.Counts = append(r.Counts, Count{Key: Plain})
+		}
+		covered = append(covered, gr)
+		byResource[gr] = r
+		order = append(order, r)
+	}
+	report := &Report{}
+	// The API server refuses such a configuration; whatever etcd holds,
+	// the file is wrong.
+	if r, ok := cfg.RuleFor(secrets); !ok || !r.WriteKey().Encrypts() {
+		report.Problems = append(report.Problems, Problem{Resource: secrets.String(), Under: Plain,
+			Reason: "would be written in plain text: the configuration does not encrypt them, and the API server refuses to load it"})
+	}
+	rev, err := s.Scan(ctx, covered, 0, func(o Object) error {
+		r := byResource[o.Resource]
+		r.Objects++
+		i := slices.IndexFunc(r.Counts, func(c Count) bool { return c.Key == o.Under })
+		if i < 0 {
+			r.Counts = append(r.Counts, Count{Key: o.Under})
+			i = len(r.Counts) - 1
+		}
+		r.Counts[i].Count++
+		switch {
+		case !r.Rule.Has(o.Under) && o.Under.Encrypts():
+			report.Problems = append(report.Problems, Problem{Resource: r.Resource, Name: o.Name, Under: o.Under,
+				Reason: fmt.Sprintf("is stored under %s, which is not in the configuration", o.Under)})
+		case !o.Under.Encrypts() && r.Encrypted():
+			report.Problems = append(report.Problems, Problem{Resource: r.Resource, Name: o.Name, Under: o.Under,
+				Reason: fmt.Sprintf("is stored in plain text; its resource is written under %s", r.WriteKey)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	report.Revision = rev
+	for _, r := range order {
+		report.Resources = append(report.Resources, *r)
+	}
+	return report, nil
+}
