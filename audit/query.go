@@ -252,3 +252,58 @@ type gzReadCloser struct {
 }
 
 func (g gzReadCloser) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
+
+// OpenLog opens a log file for reading, gunzipping a .gz one.
+func OpenLog(name string) (io.ReadCloser, error) { return openLog(name) }
+
+// SeqOf is the number in the chain of an event line, false for a line
+// that is not a chained event.
+func SeqOf(line []byte) (int64, bool) {
+	seq, _, _, ok := chainFields(line)
+	return seq, ok
+}
+
+// Since is the end of files, a log's files in order, that holds the
+// events after number seq: from the newest file that starts at or before
+// event seq+1, by its first event or the checkpoint it starts with.
+func Since(files []string, seq int64) ([]string, error) {
+	for i := len(files) - 1; i >= 0; i-- {
+		start, err := firstSeq(files[i])
+		if err != nil {
+			return nil, err
+		}
+		if start <= seq+1 {
+			return files[i:], nil
+		}
+	}
+	return files, nil
+}
+
+// firstSeq is the number of the first event a file holds or would hold:
+// the one after the checkpoint it starts with, or its first event's.
+func firstSeq(path string) (int64, error) {
+	r, err := openLog(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if isCheckpoint(line) {
+			if s, ok := stateOf(line); ok {
+				return s.seq + 1, nil
+			}
+		} else if seq, ok := SeqOf(line); ok {
+			return seq, nil
+		}
+		if err == io.EOF {
+			// Nothing chained yet: it holds what comes next.
+			return 1 << 62, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}

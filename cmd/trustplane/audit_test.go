@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -221,5 +222,80 @@ func TestAuditFlagsRefused(t *testing.T) {
 				t.Errorf("%s created its data directory before refusing: %v", command, err)
 			}
 		})
+	}
+}
+
+// --follow goes on into the new file when the log rotates, and misses none
+// of the events written to the old one before it was renamed.
+func TestAuditFollowAcrossRotations(t *testing.T) {
+	l := datadir.Layout{Dir: t.TempDir()}
+	w, err := audit.OpenRotatingWriter(l.AuditLog(), auditKey(t, l), 0, audit.Rotation{MaxSize: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	event := func(name string) *auditv1.Event {
+		return &auditv1.Event{
+			TypeMeta:  metav1.TypeMeta{Kind: "Event", APIVersion: "audit.k8s.io/v1"},
+			Level:     auditv1.LevelMetadata,
+			Stage:     auditv1.StageResponseComplete,
+			Verb:      "get",
+			User:      authenticationv1.UserInfo{Username: "alice"},
+			ObjectRef: &auditv1.ObjectReference{Resource: "secrets", Namespace: "default", Name: name},
+		}
+	}
+	if err := w.Write(event("first")); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 100)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- followLog(ctx, l.AuditLog(), &auditQueryFlags{pollEvery: time.Millisecond}, func(_ []byte, e *audit.Event) error {
+			seen <- e.Name()
+			return nil
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// Following starts at the end of the file: probes until one is seen.
+	deadline := time.After(20 * time.Second)
+	for following := false; !following; {
+		if err := w.Write(event("probe")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-seen:
+			following = true
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("follow saw no probe")
+		}
+	}
+	for len(seen) > 0 {
+		<-seen
+	}
+	for i := range 30 {
+		if err := w.Write(event(fmt.Sprint("e", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := audit.LogFiles([]string{filepath.Dir(l.AuditLog())})
+	if err != nil || len(files) < 4 {
+		t.Fatalf("files %v, %v: want the log rotated three times or more", files, err)
+	}
+	for i := range 30 {
+		select {
+		case got := <-seen:
+			if want := fmt.Sprint("e", i); got != want {
+				t.Fatalf("followed %s, want %s", got, want)
+			}
+		case <-deadline:
+			t.Fatalf("follow stopped before e%d", i)
+		}
 	}
 }

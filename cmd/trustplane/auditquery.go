@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,9 +177,11 @@ func runAuditQuery(cmd *cobra.Command, args []string, f *auditQueryFlags) error 
 	return p.end()
 }
 
-// followLog reads what is appended to path from its current end, and
-// from the start of a new file at path when the log is rotated, until ctx
-// is done.
+// followLog reads what is appended to path from its current end until
+// ctx is done. When the log is rotated, it reads on from the rotated files
+// (gzipped or not) that hold events it has not seen, however many
+// rotations came between two polls, then from the start of the new file:
+// the chain's numbers say where it stands.
 func followLog(ctx context.Context, path string, f *auditQueryFlags, fn func([]byte, *audit.Event) error) error {
 	file, err := os.Open(path)
 	if err != nil {
@@ -188,20 +191,28 @@ func followLog(ctx context.Context, path string, f *auditQueryFlags, fn func([]b
 	if _, err := file.Seek(0, io.SeekEnd); err != nil {
 		return err
 	}
+	fl := &follower{filter: &f.filter, fn: fn}
 	// A partial last line waits in pending for its end.
 	var pending []byte
 	buf := make([]byte, 1<<20)
+	// emit passes on the whole lines of pending.
+	emit := func() error {
+		i := bytes.LastIndexByte(pending, '\n')
+		if i < 0 {
+			return nil
+		}
+		err := fl.lines(pending[:i+1])
+		pending = append(pending[:0], pending[i+1:]...)
+		return err
+	}
 	tick := time.NewTicker(f.pollEvery)
 	defer tick.Stop()
 	for {
 		n, err := file.Read(buf)
 		if n > 0 {
 			pending = append(pending, buf[:n]...)
-			if i := bytes.LastIndexByte(pending, '\n'); i >= 0 {
-				if err := audit.QueryReader(bytes.NewReader(pending[:i+1]), &f.filter, fn); err != nil {
-					return err
-				}
-				pending = append(pending[:0], pending[i+1:]...)
+			if err := emit(); err != nil {
+				return err
 			}
 			continue
 		}
@@ -213,29 +224,102 @@ func followLog(ctx context.Context, path string, f *auditQueryFlags, fn func([]b
 			return nil
 		case <-tick.C:
 		}
-		// Rotated: the name now holds another file, read from its start.
-		if st, err := os.Stat(path); err == nil {
-			if cur, err := file.Stat(); err == nil && !os.SameFile(st, cur) {
-				next, err := os.Open(path)
-				if err != nil {
-					return err
-				}
-				// What was written to the old file since the last read,
-				// its closing checkpoint at least, comes first.
-				rest, err := io.ReadAll(file)
-				if err != nil {
-					return err
-				}
-				if pending = append(pending, rest...); bytes.HasSuffix(pending, []byte("\n")) {
-					if err := audit.QueryReader(bytes.NewReader(pending), &f.filter, fn); err != nil {
-						return err
-					}
-				}
-				file.Close()
-				file, pending = next, nil
-			}
+		st, err := os.Stat(path)
+		if err != nil {
+			continue // between the rename and the new file
+		}
+		if cur, err := file.Stat(); err != nil || os.SameFile(st, cur) {
+			continue
+		}
+		// Rotated: the rest of the old file, the files rotated since,
+		// then the new file from its start.
+		rest, err := io.ReadAll(file)
+		if err != nil {
+			return err
+		}
+		if pending = append(pending, rest...); len(pending) > 0 && !bytes.HasSuffix(pending, []byte("\n")) {
+			pending = append(pending, '\n') // a torn line; the query skips it
+		}
+		if err := emit(); err != nil {
+			return err
+		}
+		next, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		file.Close()
+		file = next
+		if err := fl.catchUp(filepath.Dir(path)); err != nil {
+			return err
 		}
 	}
+}
+
+// follower passes on the lines of events after the last it passed on,
+// by their numbers in the chain.
+type follower struct {
+	filter *audit.Filter
+	fn     func([]byte, *audit.Event) error
+	last   int64 // the number of the last event passed on
+}
+
+// lines passes on the events of whole lines that come after last.
+func (fl *follower) lines(data []byte) error {
+	var keep []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line := data[:i+1]
+		data = data[i+1:]
+		if seq, ok := audit.SeqOf(line[:i]); ok {
+			if seq <= fl.last {
+				continue
+			}
+			fl.last = seq
+		}
+		keep = append(keep, line...)
+	}
+	return audit.QueryReader(bytes.NewReader(keep), fl.filter, fl.fn)
+}
+
+// catchUp passes on the events after last in the rotated files of dir.
+func (fl *follower) catchUp(dir string) error {
+	files, err := audit.LogFiles([]string{dir})
+	if err != nil {
+		return err
+	}
+	rotated := files
+	if len(files) > 0 && filepath.Base(files[len(files)-1]) == "audit.log" {
+		rotated = files[:len(files)-1]
+	}
+	since, err := audit.Since(rotated, fl.last)
+	if err != nil {
+		return err
+	}
+	for _, name := range since {
+		r, err := audit.OpenLog(name)
+		if err != nil {
+			return err
+		}
+		br := bufio.NewReaderSize(r, 1<<20)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 && line[len(line)-1] == '\n' {
+				if err := fl.lines(line); err != nil {
+					r.Close()
+					return err
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return err
+			}
+		}
+		r.Close()
+	}
+	return nil
 }
 
 // eventPrinter writes events in one output format, one at a time.
