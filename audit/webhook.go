@@ -39,15 +39,18 @@ type WebhookConfig struct {
 	Timeout time.Duration
 }
 
-// DefaultWebhookConfig has kube-apiserver's defaults for batching.
+// DefaultWebhookConfig has kube-apiserver's defaults for batching and the
+// first retry.
 func DefaultWebhookConfig() WebhookConfig {
 	return WebhookConfig{
 		BufferSize:     10000,
 		MaxBatchSize:   400,
 		MaxBatchWait:   30 * time.Second,
 		InitialBackoff: 10 * time.Second,
-		MaxBackoff:     5 * time.Minute,
-		Timeout:        30 * time.Second,
+		// Short: while the webhook is down its buffer fills and requests
+		// are refused; once it is back, they should not wait long.
+		MaxBackoff: 30 * time.Second,
+		Timeout:    30 * time.Second,
 	}
 }
 
