@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,18 +253,28 @@ func TestSecretsEncryptRotateRandomKills(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	for run := 1; ; run++ {
+	// A run killed after its rotation was complete, before it said so,
+	// leaves a finished rotation: the next run starts another, to the
+	// next key. The run that ends names the key it ended on.
+	rotated := regexp.MustCompile(`aesgcm key (key\d+) is the only key`)
+	var key string
+	for run := 1; key == ""; run++ {
 		if run > 60 {
 			t.Fatal("60 runs did not end the rotation")
 		}
 		killAfter := 1 + rng.IntN(10)
 		done, out := runKilledAfter(t, killAfter, "secrets-encrypt", "rotate", "--dir", c.Dir, "--page-size", "5", "--qps", "100", "--workers", "2")
 		t.Logf("run %d, killed after %d lines unless done (%v):\n%s", run, killAfter, done, out)
-		if done {
-			break
+		if !done {
+			continue
 		}
+		m := rotated.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("run %d ended without naming the key it rotated to", run)
+		}
+		key = m[1]
 	}
-	checkRotated(t, c, "key2")
+	checkRotated(t, c, key)
 	for i := range n {
 		got, err := cs.CoreV1().Secrets(ns).Get(t.Context(), fmt.Sprintf("s%03d", i), metav1.GetOptions{})
 		if err != nil || string(got.Data["password"]) != "rotation-secret-value" {
