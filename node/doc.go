@@ -7,7 +7,7 @@
 // CertificateSigningRequest for CN=system:node:<name>, O=system:nodes with
 // the bootstrap token, the one thing that token is used for. Once the
 // controller manager's approver and signer have issued the certificate,
-// the node talks only with it; the token is dropped. client-go's
+// the node talks only with it and writes the token nowhere. client-go's
 // certificate manager, the kubelet's, keeps the certificate in the node's
 // directory and renews it through a new CSR, under the node's own
 // identity, at 70–90% of its lifetime.

@@ -72,7 +72,8 @@ runtime. It checks the cluster CA against --ca-cert-hash (the pin that
 trustplane token create prints; or trusts --ca-file), requests a client
 certificate for system:node:<name> with the bootstrap token, and once the
 controller manager has approved and signed it, uses only that certificate,
-kept in --dir/<name>/ and renewed before it expires; the token is not kept.
+kept in --dir/<name>/ and renewed before it expires; the token is written
+nowhere.
 It registers its Node, renews its Lease in kube-node-lease, reports the pods
 bound to it as running (and finished, for a pod whose restartPolicy is not
 Always when its node.trustplane.io/run-for duration has passed), and deletes
