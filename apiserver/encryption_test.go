@@ -50,8 +50,26 @@ func TestReadyzWarnsOfKeyWear(t *testing.T) {
 	if strings.Contains(body, "wear-secret-value") {
 		t.Errorf("/readyz?verbose holds a value:\n%s", body)
 	}
+	// The same on /metrics, by the key's name.
+	resp, err := ts.httpClient(t, admin).Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`trustplane_encryption_key_writes{key="key1",provider="aesgcm"} 4`,
+		`trustplane_encryption_key_worn{key="key1",provider="aesgcm"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+	if strings.Contains(string(metrics), "wear-secret-value") {
+		t.Error("/metrics holds a value")
+	}
 	// Without ?verbose, the probe answers as before.
-	resp, err := ts.httpClient(t, admin).Get(ts.url + "/readyz")
+	resp, err = ts.httpClient(t, admin).Get(ts.url + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}

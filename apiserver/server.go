@@ -338,6 +338,9 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := metrics.Register(c.Encryption.Wear()); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		logger:         c.Logger,
 		metrics:        metrics,

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apiserver/pkg/storage/value"
 )
@@ -213,4 +214,35 @@ func (c countingTransformer) TransformToStorage(ctx context.Context, data []byte
 		c.wear.count(out)
 	}
 	return out, err
+}
+
+// wearWrites and wearWorn describe the metrics a Wear collects.
+var (
+	wearWrites = prometheus.NewDesc("trustplane_encryption_key_writes",
+		"Values each AES-GCM key has encrypted, counted by every API server that shares the etcd.",
+		[]string{"provider", "key"}, nil)
+	wearWorn = prometheus.NewDesc("trustplane_encryption_key_worn",
+		"1 when an AES-GCM key has encrypted more values than the wear threshold: rotate it with trustplane secrets-encrypt rotate.",
+		[]string{"provider", "key"}, nil)
+)
+
+var _ prometheus.Collector = (*Wear)(nil)
+
+// Describe implements prometheus.Collector.
+func (w *Wear) Describe(ch chan<- *prometheus.Desc) {
+	ch <- wearWrites
+	ch <- wearWorn
+}
+
+// Collect implements prometheus.Collector: each key's count and whether
+// it is worn, by the key's name, never its material.
+func (w *Wear) Collect(ch chan<- prometheus.Metric) {
+	for _, k := range w.Keys() {
+		worn := 0.0
+		if k.Worn {
+			worn = 1
+		}
+		ch <- prometheus.MustNewConstMetric(wearWrites, prometheus.GaugeValue, float64(k.Writes), "aesgcm", k.Name)
+		ch <- prometheus.MustNewConstMetric(wearWorn, prometheus.GaugeValue, worn, "aesgcm", k.Name)
+	}
 }
