@@ -320,32 +320,18 @@ func (dsc *daemonSetController) sync(ctx context.Context, k string) error {
 	return truncateHistory(ctx, dsc.client, owner, revs, live)
 }
 
-// writeStatus writes status, if it is new, to ds; on a conflict (the
-// cache lags this controller's own last write) ds is read again from
-// the API server, and the status written to it if it is still the same
-// set of the same generation.
+// writeStatus writes status, if it is new, to ds.
 func (dsc *daemonSetController) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, status appsv1.DaemonSetStatus) error {
 	if equality.Semantic.DeepEqual(ds.Status, status) {
 		return nil
 	}
 	sets := dsc.client.AppsV1().DaemonSets(ds.Namespace)
-	next := ds.DeepCopy()
-	next.Status = status
-	_, err := sets.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
-		fresh, gerr := sets.Get(ctx, ds.Name, metav1.GetOptions{})
-		if gerr != nil || fresh.UID != ds.UID || fresh.Generation != ds.Generation {
-			// Changed since: the informer brings it, and another sync.
-			return err
-		}
-		status.CollisionCount = fresh.Status.CollisionCount
-		fresh.Status = status
-		_, err = sets.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("update status of daemonset %s: %w", key(ds), err)
-	}
-	return nil
+	return writeSetStatus(ctx, "daemonset", ds, func(d *appsv1.DaemonSet) *appsv1.DaemonSet {
+		next := d.DeepCopy()
+		next.Status = status
+		next.Status.CollisionCount = d.Status.CollisionCount
+		return next
+	}, sets.Get, sets.UpdateStatus)
 }
 
 // daemonSetSync is one sync's work on one set's pods.

@@ -216,3 +216,26 @@ func truncateHistory(ctx context.Context, client kubernetes.Interface, o revisio
 	}
 	return nil
 }
+
+// writeSetStatus writes a set's status, through update, onto withStatus's
+// copy of set. The cache often lags the controller's own last status
+// write: on a conflict the set is read again with get, and the status
+// written onto it if it is still the same set of the same generation;
+// else the informer brings the change, and another sync. withStatus keeps
+// the copy's own collisionCount, which revisionsOf writes.
+func writeSetStatus[T metav1.Object](ctx context.Context, kind string, set T, withStatus func(T) T,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error)) error {
+	_, err := update(ctx, withStatus(set), metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		fresh, gerr := get(ctx, set.GetName(), metav1.GetOptions{})
+		if gerr != nil || fresh.GetUID() != set.GetUID() || fresh.GetGeneration() != set.GetGeneration() {
+			return err
+		}
+		_, err = update(ctx, withStatus(fresh), metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("update status of %s %s: %w", kind, key(set), err)
+	}
+	return nil
+}

@@ -196,32 +196,18 @@ func (ssc *statefulSetController) sync(ctx context.Context, k string) error {
 	return truncateHistory(ctx, ssc.client, owner, revs, live)
 }
 
-// writeStatus writes status, if it is new, to set. The cache often
-// lags this controller's own last status write: on a conflict the set
-// is read again from the API server, and the status written to it if
-// it is still the same set of the same generation.
+// writeStatus writes status, if it is new, to set.
 func (ssc *statefulSetController) writeStatus(ctx context.Context, set *appsv1.StatefulSet, status appsv1.StatefulSetStatus) error {
 	if equality.Semantic.DeepEqual(set.Status, status) {
 		return nil
 	}
 	sets := ssc.client.AppsV1().StatefulSets(set.Namespace)
-	next := set.DeepCopy()
-	next.Status = status
-	_, err := sets.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
-		fresh, gerr := sets.Get(ctx, set.Name, metav1.GetOptions{})
-		if gerr != nil || fresh.UID != set.UID || fresh.Generation != set.Generation {
-			// Changed since: the informer brings it, and another sync.
-			return err
-		}
-		status.CollisionCount = fresh.Status.CollisionCount
-		fresh.Status = status
-		_, err = sets.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("update status of statefulset %s: %w", key(set), err)
-	}
-	return nil
+	return writeSetStatus(ctx, "statefulset", set, func(s *appsv1.StatefulSet) *appsv1.StatefulSet {
+		next := s.DeepCopy()
+		next.Status = status
+		next.Status.CollisionCount = s.Status.CollisionCount
+		return next
+	}, sets.Get, sets.UpdateStatus)
 }
 
 // statefulSetUpdate is one sync's work on one set's pods.
