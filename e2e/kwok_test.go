@@ -65,16 +65,7 @@ func TestKwokNode(t *testing.T) {
 	kwok := buildKwok(t)
 	c := e2etest.StartCluster(t)
 
-	cmd := exec.Command(kwok.bin,
-		"--kubeconfig="+c.AdminConf(),
-		"--config="+kwok.stage,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
-		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
-	)
-	// A HOME of its own: kwok reads ~/.kwok/kwok.yaml when it exists.
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	kwokProc := e2etest.Start(t, cmd)
+	kwokProc := kwok.start(t, c, false)
 
 	restConfig, err := clientcmd.BuildConfigFromFlags("", c.AdminConf())
 	if err != nil {
@@ -172,6 +163,26 @@ func nodeReady(n *corev1.Node) bool {
 // Nodes, podStages for the pods on them.
 type kwokBuild struct {
 	bin, stage, podStages string
+}
+
+// start runs kwok against c as the admin, managing the Nodes annotated
+// kwokAnnotation=fake: with its Stage for Nodes, and with pods its Stages
+// that run the pods on them.
+func (k kwokBuild) start(t *testing.T, c *e2etest.Cluster, pods bool) *e2etest.Process {
+	t.Helper()
+	args := []string{"--kubeconfig=" + c.AdminConf(), "--config=" + k.stage}
+	if pods {
+		args = append(args, "--config="+k.podStages)
+	}
+	args = append(args,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
+	)
+	cmd := exec.Command(k.bin, args...)
+	// A HOME of its own: kwok reads ~/.kwok/kwok.yaml when it exists.
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	return e2etest.Start(t, cmd)
 }
 
 // buildKwok returns kwokVersion's binary and Stage from the user's cache

@@ -319,16 +319,7 @@ func TestMixedNodes(t *testing.T) {
 	}
 	kwok := buildKwok(t)
 	c := e2etest.StartCluster(t)
-	cmd := exec.Command(kwok.bin,
-		"--kubeconfig="+c.AdminConf(),
-		"--config="+kwok.stage,
-		"--config="+kwok.podStages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
-		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
-	)
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	e2etest.Start(t, cmd)
+	kwok.start(t, c, true)
 	tok := tokenCreate(t, c)
 	e2etest.Start(t, exec.Command(e2etest.Binary(t), "node", "--name", "agent", "--count", "2", "--server", c.URL, "--dir", t.TempDir(),
 		"--token", tok["token"], "--ca-cert-hash", tok["ca-cert-hash"], "--node-labels", "pool=mixed"))

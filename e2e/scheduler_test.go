@@ -460,16 +460,7 @@ func TestKwokScheduling(t *testing.T) {
 	}
 	kwok := buildKwok(t)
 	c := e2etest.StartCluster(t)
-	cmd := exec.Command(kwok.bin,
-		"--kubeconfig="+c.AdminConf(),
-		"--config="+kwok.stage,
-		"--config="+kwok.podStages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
-		fmt.Sprintf("--node-lease-duration-seconds=%d", kwokLeaseSeconds),
-	)
-	cmd.Env = []string{"HOME=" + t.TempDir()}
-	e2etest.Start(t, cmd)
+	kwok.start(t, c, true)
 	admin, _ := clientFor(t, c.AdminConf())
 	ctx := t.Context()
 	for i := range 2 {
