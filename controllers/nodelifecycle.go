@@ -176,13 +176,13 @@ func (nc *nodeLifecycleController) monitor(ctx context.Context) {
 			// As kube: a node first seen starts untainted, its grace
 			// counted from now.
 			if err := nc.markReachable(ctx, node); err != nil {
-				nc.retrying("remove the NoExecute taints of a new node", err, "node", node.Name)
+				logRetry(nc.logger, "remove the NoExecute taints of a new node", err, "node", node.Name)
 			}
 		}
 		observed, current, err := nc.updateHealth(ctx, node)
 		if err != nil {
 			// Its taints wait for the next pass, as kube's.
-			nc.retrying("update node health", err, "node", node.Name)
+			logRetry(nc.logger, "update node health", err, "node", node.Name)
 			continue
 		}
 		if _, excluded := node.Labels[labelExcludeDisruption]; !excluded {
@@ -201,7 +201,7 @@ func (nc *nodeLifecycleController) monitor(ctx context.Context) {
 			nc.recorder.Eventf(&corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
 		}
 		if err := nc.markPodsNotReady(ctx, node.Name); err != nil {
-			nc.retrying("mark the pods of a node not ready", err, "node", node.Name)
+			logRetry(nc.logger, "mark the pods of a node not ready", err, "node", node.Name)
 			nc.podsToMark[node.Name] = true
 			continue
 		}
@@ -301,18 +301,6 @@ func nodeCondition(s *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.Nod
 	return nil
 }
 
-// retrying logs a write that failed and will be made again: at debug
-// for a conflict, a write on a stale copy that the next pass makes on
-// the fresh one (as the workers log it), as a warning otherwise.
-func (nc *nodeLifecycleController) retrying(msg string, err error, args ...any) {
-	args = append(args, "err", err)
-	if apierrors.IsConflict(err) {
-		nc.logger.Debug(msg, args...)
-		return
-	}
-	nc.logger.Warn(msg, args...)
-}
-
 // taintByReadiness acts on the Ready condition seen before this pass, as
 // kube's processTaintBaseEviction: a node not Ready is queued for its
 // NoExecute taint, or has it swapped at once if it bears the other one;
@@ -322,7 +310,7 @@ func (nc *nodeLifecycleController) taintByReadiness(ctx context.Context, node *c
 	switch observed.Status {
 	case corev1.ConditionTrue:
 		if err := nc.markReachable(ctx, node); err != nil {
-			nc.retrying("remove the NoExecute taints of a ready node", err, "node", node.Name)
+			logRetry(nc.logger, "remove the NoExecute taints of a ready node", err, "node", node.Name)
 		}
 		return
 	case corev1.ConditionFalse:
@@ -333,7 +321,7 @@ func (nc *nodeLifecycleController) taintByReadiness(ctx context.Context, node *c
 	if hasTaint(node.Spec.Taints, other) {
 		// Already tainted: the rate was paid.
 		if err := nc.swapTaints(ctx, node, []corev1.Taint{want}, []corev1.Taint{other}); err != nil {
-			nc.retrying("swap the NoExecute taints of a node", err, "node", node.Name)
+			logRetry(nc.logger, "swap the NoExecute taints of a node", err, "node", node.Name)
 		}
 		return
 	}
@@ -419,7 +407,7 @@ func (nc *nodeLifecycleController) taintNoExecute(ctx context.Context, name stri
 		return true
 	}
 	if err := nc.swapTaints(ctx, node, []corev1.Taint{add}, []corev1.Taint{remove}); err != nil {
-		nc.retrying("taint a node", err, "node", name, "taint", add.Key)
+		logRetry(nc.logger, "taint a node", err, "node", name, "taint", add.Key)
 		return false
 	}
 	nc.logger.Info("node tainted", "node", name, "taint", add.Key+":"+string(add.Effect))
@@ -461,7 +449,7 @@ func (nc *nodeLifecycleController) handleDisruption(ctx context.Context, readyBy
 		nc.logger.Warn("no node is ready: NoExecute taints stop until one is")
 		for _, n := range nodes {
 			if err := nc.markReachable(ctx, n); err != nil {
-				nc.retrying("remove the NoExecute taints of a node", err, "node", n.Name)
+				logRetry(nc.logger, "remove the NoExecute taints of a node", err, "node", n.Name)
 			}
 		}
 		for zone := range nc.zoneStates {

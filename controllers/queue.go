@@ -70,15 +70,8 @@ func (w *worker) next(ctx context.Context) bool {
 	}
 	defer w.queue.Done(key)
 	if err := w.sync(ctx, key); err != nil {
-		switch {
-		case ctx.Err() != nil:
-		case apierrors.IsConflict(err):
-			// A write on a stale copy, which the next sync makes on the
-			// fresh one: routine for controllers sharing objects, as
-			// kube logs it, below the level an operator reads.
-			w.logger.Debug("sync on a stale copy; retrying", "key", key, "err", err)
-		default:
-			w.logger.Warn("sync failed; retrying", "key", key, "err", err, "retries", w.queue.NumRequeues(key))
+		if ctx.Err() == nil {
+			logRetry(w.logger, "sync failed; retrying", err, "key", key, "retries", w.queue.NumRequeues(key))
 		}
 		w.queue.AddRateLimited(key)
 		return true
@@ -124,4 +117,18 @@ func namespaceOf[T metav1.Object](obj any, name string) (string, bool) {
 		return "", false
 	}
 	return o.GetNamespace(), true
+}
+
+// logRetry logs a write that failed and will be made again: a conflict,
+// a write on a stale copy that the next try makes on the fresh one, is
+// routine for controllers sharing objects and logged at debug, as kube
+// logs it, below the level an operator reads; anything else is a
+// warning.
+func logRetry(logger *slog.Logger, msg string, err error, args ...any) {
+	args = append(args, "err", err)
+	if apierrors.IsConflict(err) {
+		logger.Debug(msg, args...)
+		return
+	}
+	logger.Warn(msg, args...)
 }
