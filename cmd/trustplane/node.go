@@ -84,7 +84,7 @@ one process, named <name>-0 … <name>-N-1, each with its own certificate and
 the next pod CIDR.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			configs, err := f.configs(cmd.Context())
+			configs, err := f.configs(cmd.Context(), newLogger())
 			if err != nil {
 				return err
 			}
@@ -113,9 +113,9 @@ the next pod CIDR.`,
 	return cmd
 }
 
-// configs checks f and returns one configuration per node, with the CA
-// found from the pin or the file.
-func (f *nodeFlags) configs(ctx context.Context) ([]node.Config, error) {
+// configs checks f and returns one configuration per node, logging to
+// logger, with the CA found from the pin or the file.
+func (f *nodeFlags) configs(ctx context.Context, logger *slog.Logger) ([]node.Config, error) {
 	var errs []error
 	if f.name == "" {
 		errs = append(errs, errors.New("--name is required"))
@@ -187,7 +187,7 @@ func (f *nodeFlags) configs(ctx context.Context) ([]node.Config, error) {
 			LeaseDuration:         time.Duration(f.leaseSeconds) * time.Second,
 			StatusUpdateFrequency: f.statusUpdate, StatusReportFrequency: f.statusReport,
 			QPS: f.qps, Burst: f.burst,
-			Logger: newLogger(),
+			Logger: logger,
 		})
 	}
 	return out, nil
@@ -315,7 +315,7 @@ func runLocalNodes(ctx context.Context, dir, server string, n int, logger *slog.
 	f.name, f.count, f.server = "node", n, server
 	f.dir = filepath.Join(dir, "nodes")
 	f.caFile = filepath.Join(l.PKI(), pki.ClusterCAName+".crt")
-	configs, err := f.configs(ctx)
+	configs, err := f.configs(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -343,9 +343,6 @@ func runLocalNodes(ctx context.Context, dir, server string, n int, logger *slog.
 		}
 		id, _, _ := strings.Cut(token, ".")
 		go forgetToken(ctx, cs, id, joining, logger)
-	}
-	for i := range configs {
-		configs[i].Logger = logger
 	}
 	return runNodes(ctx, configs)
 }
