@@ -34,7 +34,7 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	growStack()
+	growStack(false)
 	// The evaluation stops when ctx is done. OPA would otherwise start a
 	// goroutine per evaluation to watch ctx.
 	cancel := topdown.NewCancel()

@@ -17,21 +17,20 @@ const evalStack = 128 << 10
 // shallow, to hold an evaluation: one copy of a few frames instead of
 // several of many. Its frame is evalStack bytes, which the runtime makes
 // room for at once, on entry. The frame is never written: the array in it
-// is declared, and so cleared, only on a path never taken, so that a call
-// costs the growth and not the clearing of 128 KiB (which a profile of
-// Secret creates put at half of the stage's own time).
+// is declared, and so cleared, only when touch is true, which no caller
+// passes, so that a call costs the growth and not the clearing of 128 KiB
+// too (a profile of Secret creates put growStack, clearing included, at a
+// third of the stage's own time; without the clearing the difference was
+// within the benchmarks' noise). Not inlined, the compiler cannot know
+// touch, and keeps the frame.
 //
 //go:noinline
-func growStack() {
-	if growStackClears {
+func growStack(touch bool) {
+	if touch {
 		var frame [evalStack]byte
 		lastByte(frame[:])
 	}
 }
-
-// growStackClears is never set: the compiler cannot know it, so growStack
-// keeps its frame.
-var growStackClears bool
 
 // lastByte reads frame, so that growStack's frame is not optimised away.
 //
