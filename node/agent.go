@@ -283,7 +283,11 @@ func (a *agent) ownLease(l *coordinationv1.Lease) error {
 	if len(l.OwnerReferences) > 0 {
 		return nil
 	}
-	n, err := a.cs.CoreV1().Nodes().Get(context.TODO(), a.c.Name, metav1.GetOptions{})
+	// The lease controller gives no context: the read is bounded by the
+	// renewal interval instead.
+	ctx, cancel := context.WithTimeout(context.Background(), a.c.LeaseDuration/4)
+	defer cancel()
+	n, err := a.cs.CoreV1().Nodes().Get(ctx, a.c.Name, metav1.GetOptions{})
 	if err != nil {
 		// The lease controller tries again on the next renewal.
 		return nil
