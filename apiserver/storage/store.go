@@ -142,6 +142,20 @@ func (s *Store) withTimeout(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, s.timeout)
 }
 
+// writeContext is the context of a write about to be sent to etcd. A
+// request already cancelled is not sent. One that is sent is not
+// cancelled by its caller going away, only bounded by the store's
+// timeout: etcd may apply a transaction whose client stopped waiting, and
+// then the caller, its response and its audit event would report a
+// failure for a write that happened.
+func (s *Store) writeContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	return ctx, cancel, nil
+}
+
 // Create stores obj at key unless the key exists, and sets obj's
 // resourceVersion. The also writes go in the same transaction, each only
 // if its key is still at the revision it names: otherwise nothing is
@@ -155,7 +169,10 @@ func (s *Store) Create(ctx context.Context, gr schema.GroupResource, key string,
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.withTimeout(ctx)
+	ctx, cancel, err := s.writeContext(ctx)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, cmps...)...).
@@ -297,7 +314,10 @@ func (s *Store) Update(ctx context.Context, gr schema.GroupResource, key string,
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.withTimeout(ctx)
+	ctx, cancel, err := s.writeContext(ctx)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", key, err)
+	}
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, cmps...)...).
@@ -332,7 +352,10 @@ func (s *Store) DeleteAlso(ctx context.Context, key string, rev int64, prefixes 
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := s.withTimeout(ctx)
+	ctx, cancel, err := s.writeContext(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("delete %s: %w", key, err)
+	}
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, cmps...)...).

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -223,5 +226,82 @@ resources:
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// leaveKey holds, in a request's context, the cancel func of its caller,
+// which the etcd client below calls as it sends the transaction: the
+// caller went away once its write was on its way.
+type leaveKey struct{}
+
+func leavingStore(t *testing.T) *storage.Store {
+	t.Helper()
+	e := etcdtest.Start(t)
+	tlsConfig, err := e.ClientConfig.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leave := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if cancel, ok := ctx.Value(leaveKey{}).(context.CancelFunc); ok && strings.HasSuffix(method, "/Txn") {
+			cancel()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   e.ClientConfig.Endpoints,
+		TLS:         tlsConfig,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(leave)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	s, err := storage.New(cli, clientgoscheme.Scheme, nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// leaving is a caller that goes away once its write is sent.
+func leaving(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	return context.WithValue(ctx, leaveKey{}, cancel)
+}
+
+// A write sent to etcd is finished and reported as it happened, even if
+// its caller goes away; one whose caller has already gone is not sent.
+func TestWriteOutlivesItsCaller(t *testing.T) {
+	s := leavingStore(t)
+	key := storage.Key(configmaps, "default", "a")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}
+	if err := s.Create(leaving(t), configmaps, key, cm); err != nil {
+		t.Fatalf("create whose caller went away once it was sent: %v, want it written", err)
+	}
+	rv, _ := storage.ParseResourceVersion(cm.ResourceVersion)
+	cm.Data = map[string]string{"k": "v"}
+	if err := s.Update(leaving(t), configmaps, key, rv, cm); err != nil {
+		t.Fatalf("update whose caller went away once it was sent: %v, want it written", err)
+	}
+	rv, _ = storage.ParseResourceVersion(cm.ResourceVersion)
+
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	b := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"}}
+	if err := s.Create(gone, configmaps, storage.Key(configmaps, "default", "b"), b); !errors.Is(err, context.Canceled) {
+		t.Errorf("create whose caller had gone: %v, want context.Canceled", err)
+	}
+	if err := s.Get(t.Context(), configmaps, storage.Key(configmaps, "default", "b"), &corev1.ConfigMap{}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("get of the create whose caller had gone: %v, want ErrNotFound", err)
+	}
+
+	if _, err := s.Delete(leaving(t), key, rv); err != nil {
+		t.Fatalf("delete whose caller went away once it was sent: %v, want it deleted", err)
+	}
+	if err := s.Get(t.Context(), configmaps, key, &corev1.ConfigMap{}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("get after the delete: %v, want ErrNotFound", err)
 	}
 }
