@@ -18,6 +18,7 @@ import (
 
 	"github.com/trustplane/trustplane/admission"
 	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/policies"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -133,8 +134,16 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		}{gr, obj})
 	}
 	for _, name := range admission.SystemNamespaces() {
+		labels := map[string]string{corev1.LabelMetadataName: name}
+		if name == metav1.NamespaceSystem {
+			// kube-system holds the cluster's own credentials
+			// (bootstrap tokens), which secrets_namespace.rego allows
+			// only in a namespace so labelled; who may write them there
+			// is secrets_kube_system.rego's to decide.
+			labels[policies.SecretsNamespaceLabel] = policies.SecretsNamespaceAllowed
+		}
 		add(namespacesGR, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
 			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 		})

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/trustplane/trustplane/policies"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -68,8 +70,8 @@ func TestBootstrapReconciles(t *testing.T) {
 	}
 }
 
-// A fresh cluster has kube's four system namespaces, and none of them can
-// be deleted, by the cluster admin either.
+// A fresh cluster has kube's four system namespaces, labelled with their
+// names, and none of them can be deleted, by the cluster admin either.
 func TestSystemNamespaces(t *testing.T) {
 	ts := startServer(t)
 	cs := ts.clientset(t, admin)
@@ -82,6 +84,15 @@ func TestSystemNamespaces(t *testing.T) {
 		}
 		if ns.Status.Phase != corev1.NamespaceActive {
 			t.Errorf("namespace %s is %s, want Active", name, ns.Status.Phase)
+		}
+		// kube-system holds the bootstrap tokens: secrets_namespace.rego
+		// lets Secrets be created only where this label allows them.
+		want := map[string]string{corev1.LabelMetadataName: name}
+		if name == "kube-system" {
+			want[policies.SecretsNamespaceLabel] = policies.SecretsNamespaceAllowed
+		}
+		if !maps.Equal(ns.Labels, want) {
+			t.Errorf("namespace %s has labels %v, want %v", name, ns.Labels, want)
 		}
 		err = cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
 		if !apierrors.IsForbidden(err) {

@@ -101,8 +101,10 @@ func TestPolicyAudit(t *testing.T) {
 	t.Run("shipped library", func(t *testing.T) {
 		stdout, stderr, code := audited(t, secret, "--dir", c.Dir, "--kinds", "secrets,namespaces")
 		// The default user is in no group the library lets through:
-		// namespaces_policy_labels holds the label of vault against it.
+		// namespaces_policy_labels holds the label of vault, and of
+		// kube-system (the API server's), against it.
 		want := []string{
+			"namespaces kube-system namespaces_policy_labels [deny]",
 			"namespaces vault namespaces_policy_labels [deny]",
 			"secrets default/db secrets_namespace [warn]",
 			"secrets team/stray secrets_namespace [warn]",

@@ -51,3 +51,11 @@ func Files() (map[string][]byte, error) {
 	}
 	return files, nil
 }
+
+// The label, and its value, that secrets_namespace.rego requires of a
+// namespace before Secrets may be created in it; the API server gives it
+// to kube-system when it creates it.
+const (
+	SecretsNamespaceLabel   = "trustplane.io/secrets"
+	SecretsNamespaceAllowed = "allowed"
+)

@@ -368,14 +368,18 @@ func messages(t *testing.T, pq rego.PreparedEvalQuery, review map[string]any) []
 
 // bootstrapKube is data.kubernetes as the engine replicates it from a
 // fresh cluster: the system namespaces as apiserver/bootstrap.go creates
-// them (labelled with their name only), and a default ServiceAccount
-// without annotations in each.
+// them (labelled with their name, and kube-system as allowed to hold
+// Secrets), and a default ServiceAccount without annotations in each.
 func bootstrapKube() map[string]any {
 	namespaces := map[string]any{}
 	serviceaccounts := map[string]any{}
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		labels := map[string]any{"kubernetes.io/metadata.name": ns}
+		if ns == "kube-system" {
+			labels[SecretsNamespaceLabel] = SecretsNamespaceAllowed
+		}
 		namespaces[ns] = map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{
-			"name": ns, "labels": map[string]any{"kubernetes.io/metadata.name": ns},
+			"name": ns, "labels": labels,
 		}}
 		serviceaccounts[ns] = map[string]any{"default": map[string]any{
 			"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default", "namespace": ns},
@@ -576,6 +580,35 @@ func TestPolicyConfigMaps(t *testing.T) {
 				t.Logf("%s warns about %s as a policy ConfigMap: %q", p.name, name, warns)
 			}
 		}
+	}
+}
+
+// TestBootstrapToken: the Secret `trustplane token create` writes, a
+// bootstrap token in kube-system, written by the README's admin, is
+// neither refused nor warned about by any policy of the library on a fresh
+// cluster, whose kube-system the API server labels as allowed to hold
+// Secrets. The same Secret in an unlabelled namespace is warned about,
+// so that the policies are seen to run.
+func TestBootstrapToken(t *testing.T) {
+	token := func(ns string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kubernetes.io/token",
+			"metadata": map[string]any{"name": "bootstrap-token-abcdef", "namespace": ns},
+			"data": map[string]any{
+				"token-id":                       base64.StdEncoding.EncodeToString([]byte("abcdef")),
+				"token-secret":                   base64.StdEncoding.EncodeToString([]byte("0123456789abcdef")),
+				"usage-bootstrap-authentication": base64.StdEncoding.EncodeToString([]byte("true")),
+			}}
+	}
+	var elsewhere []string
+	for _, p := range library(t) {
+		pq := prepare(t, p, bootstrapKube())
+		if got := append(messages(t, pq.deny, adminReview("CREATE", token("kube-system"), nil)), messages(t, pq.warn, adminReview("CREATE", token("kube-system"), nil))...); len(got) > 0 {
+			t.Errorf("%s (enforcement %s) refuses or warns about a bootstrap token in kube-system: %q", p.name, p.enforcement, got)
+		}
+		elsewhere = append(elsewhere, messages(t, pq.deny, adminReview("CREATE", token("kube-public"), nil))...)
+	}
+	if len(elsewhere) == 0 {
+		t.Error("no policy refuses a Secret in the unlabelled kube-public; the evaluation here is broken")
 	}
 }
 

@@ -9,8 +9,10 @@
 #   replicated Namespace, data.kubernetes.namespaces); one in "default" is refused
 #   whatever its labels. Existing Secrets are not touched: updates and deletes
 #   pass. Ships with enforcement warn because the README's quick start creates a
-#   Secret in "default". To make it deny: label the namespaces that hold Secrets
-#   (kube-system too, if anything writes Secrets there), move the Secrets out of
+#   Secret in "default". The API server creates kube-system with the label, for
+#   the bootstrap tokens `trustplane token create` writes there (who may write
+#   Secrets in kube-system is secrets_kube_system.rego's to decide). To make it
+#   deny: label the namespaces that hold Secrets, move the Secrets out of
 #   "default", check with `trustplane policy audit`, then change the enforcement
 #   below to deny.
 # custom:
