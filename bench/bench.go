@@ -279,14 +279,18 @@ func Run(ctx context.Context, c Config) (results []Result, err error) {
 		phases = append(phases, phase{PhaseEtcdPut, one(r.etcdPut)})
 	}
 	for _, p := range phases {
-		res, err := p.run(ctx)
+		rs, err := p.run(ctx)
 		if err != nil {
 			return results, fmt.Errorf("bench %s: %w", p.name, err)
 		}
-		for _, res := range res {
-			c.Logger.Info("bench phase done", "phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99)
+		for _, res := range rs {
+			attrs := []any{"phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99}
+			if res.ResourceVersion != nil {
+				attrs = append(attrs, "format", res.Format, "resourceVersion", *res.ResourceVersion, "acceptGzip", res.AcceptGzip)
+			}
+			c.Logger.Info("bench phase done", attrs...)
 		}
-		results = append(results, res...)
+		results = append(results, rs...)
 	}
 	if c.Etcd != nil && c.Hold == 0 {
 		results[0].Ratio = ratio(results[0].PerSecond, results[len(results)-1].PerSecond)
