@@ -13,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Defaults for the zero values of Config.
@@ -23,6 +24,10 @@ const (
 	DefaultWatchers    = 100
 	DefaultWatchEvents = 100
 	DefaultTimeout     = 30 * time.Second
+	// DefaultListObjects and DefaultListRequests make the large-list
+	// phase: lists of 10,000 ConfigMaps, 20 of each variant.
+	DefaultListObjects  = 10000
+	DefaultListRequests = 20
 )
 
 // maxWatchRate is the fastest pace of the watch phase: one create per
@@ -35,11 +40,13 @@ const cleanupTimeout = time.Minute
 
 // Phase names, in the order Run measures them.
 const (
-	PhaseCreate  = "create"
-	PhaseGet     = "get"
-	PhaseList    = "list"
-	PhaseWatch   = "watch"
-	PhaseEtcdPut = "etcd-put"
+	PhaseCreate = "create"
+	PhaseGet    = "get"
+	PhaseList   = "list"
+	// PhaseListLarge has one Result per variant of the large lists.
+	PhaseListLarge = "list-large"
+	PhaseWatch     = "watch"
+	PhaseEtcdPut   = "etcd-put"
 	// PhaseHold is the only phase of a run with Config.Hold.
 	PhaseHold = "hold"
 )
@@ -49,6 +56,9 @@ type Config struct {
 	// Client reaches the cluster; give it a protobuf content type and no
 	// client-side rate limit, or the limiter is what gets measured.
 	Client kubernetes.Interface
+	// REST is the configuration Client was made from; the large-list
+	// phase makes a client of each format from it.
+	REST *rest.Config
 	// Namespace is where the run works. It must not exist: Run creates it
 	// and deletes it, with all it holds, at the end. Empty means
 	// "trustplane-bench-" and a random suffix.
@@ -58,6 +68,12 @@ type Config struct {
 	// Requests is the number of operations of each of the create, get,
 	// list and etcd-put phases.
 	Requests int
+	// ListObjects is the number of ConfigMaps the large-list phase
+	// creates and lists, and ListRequests the number of lists of each
+	// variant: protobuf or JSON, resourceVersion "" (a consistent read)
+	// or "0" (any revision the server has), gzip accepted or not.
+	ListObjects  int
+	ListRequests int
 	// ObjectBytes is the size of the payload of each Secret and ConfigMap.
 	ObjectBytes int
 	// Watchers is the number of watches the watch phase opens.
@@ -118,8 +134,21 @@ type Result struct {
 	// Bytes is the payload of each object (create), or the size of each
 	// value (etcd-put).
 	Bytes int `json:"bytes,omitempty"`
-	// Items is the number of objects each list returned (list).
+	// Items is the number of objects each list returned (list), or the
+	// number of ConfigMaps listed (list-large).
 	Items int `json:"items,omitempty"`
+	// Format, ResourceVersion and AcceptGzip are the variant of a
+	// list-large Result: the media type, the resourceVersion asked, and
+	// whether the client accepted gzip. Gzipped is how many of its
+	// responses the server compressed; WireBytes the bytes read from the
+	// connection per list (TLS and HTTP/2 framing included), BodyBytes
+	// those of the body per list once decompressed.
+	Format          string  `json:"format,omitempty"`
+	ResourceVersion *string `json:"resourceVersion,omitempty"`
+	AcceptGzip      bool    `json:"acceptGzip,omitempty"`
+	Gzipped         int     `json:"gzipped,omitempty"`
+	WireBytes       int64   `json:"wireBytes,omitempty"`
+	BodyBytes       int64   `json:"bodyBytes,omitempty"`
 	// Watchers, Delivered and Expected describe the watch fan-out:
 	// Delivered events were received of Expected = Watchers × the events
 	// sent.
@@ -148,6 +177,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Client == nil {
 		errs = append(errs, errors.New("no client"))
 	}
+	if c.REST == nil && c.Hold <= 0 {
+		errs = append(errs, errors.New("no client configuration for the large lists"))
+	}
 	for _, f := range []struct {
 		name string
 		v    *int
@@ -158,6 +190,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"object bytes", &c.ObjectBytes, DefaultObjectBytes},
 		{"watchers", &c.Watchers, DefaultWatchers},
 		{"watch events", &c.WatchEvents, DefaultWatchEvents},
+		{"list objects", &c.ListObjects, DefaultListObjects},
+		{"list requests", &c.ListRequests, DefaultListRequests},
 	} {
 		switch {
 		case *f.v < 0:
@@ -232,24 +266,31 @@ func Run(ctx context.Context, c Config) (results []Result, err error) {
 	c.Logger.Info("bench started", "namespace", c.Namespace, "concurrency", c.Concurrency, "requests", c.Requests)
 
 	phases := []phase{
-		{PhaseCreate, r.create},
-		{PhaseGet, r.get},
-		{PhaseList, r.list},
-		{PhaseWatch, r.watch},
+		{PhaseCreate, one(r.create)},
+		{PhaseGet, one(r.get)},
+		{PhaseList, one(r.list)},
+		{PhaseListLarge, r.listLarge},
+		{PhaseWatch, one(r.watch)},
 	}
 	switch {
 	case c.Hold > 0:
-		phases = []phase{{PhaseHold, r.hold}}
+		phases = []phase{{PhaseHold, one(r.hold)}}
 	case c.Etcd != nil:
-		phases = append(phases, phase{PhaseEtcdPut, r.etcdPut})
+		phases = append(phases, phase{PhaseEtcdPut, one(r.etcdPut)})
 	}
 	for _, p := range phases {
-		res, err := p.run(ctx)
+		rs, err := p.run(ctx)
 		if err != nil {
 			return results, fmt.Errorf("bench %s: %w", p.name, err)
 		}
-		c.Logger.Info("bench phase done", "phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99)
-		results = append(results, res)
+		for _, res := range rs {
+			attrs := []any{"phase", p.name, "ops", res.Ops, "perSecond", math.Round(res.PerSecond), "p99", res.P99}
+			if res.ResourceVersion != nil {
+				attrs = append(attrs, "format", res.Format, "resourceVersion", *res.ResourceVersion, "acceptGzip", res.AcceptGzip)
+			}
+			c.Logger.Info("bench phase done", attrs...)
+		}
+		results = append(results, rs...)
 	}
 	if c.Etcd != nil && c.Hold == 0 {
 		results[0].Ratio = ratio(results[0].PerSecond, results[len(results)-1].PerSecond)
@@ -264,10 +305,21 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// phase is one measure of a run.
+// phase is one measure of a run, with one Result or several.
 type phase struct {
 	name string
-	run  func(context.Context) (Result, error)
+	run  func(context.Context) ([]Result, error)
+}
+
+// one is a phase of one Result.
+func one(run func(context.Context) (Result, error)) func(context.Context) ([]Result, error) {
+	return func(ctx context.Context) ([]Result, error) {
+		res, err := run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []Result{res}, nil
+	}
 }
 
 // run is the state of one Run, shared by its phases.

@@ -7,6 +7,12 @@
 //	create    Config.Requests Secrets of Config.ObjectBytes each
 //	get       Config.Requests gets of randomly chosen Secrets among them
 //	list      Config.Requests lists of every Secret in the namespace
+//	list-large  Config.ListObjects ConfigMaps of Config.ObjectBytes (each
+//	          its own random bytes), then Config.ListRequests lists of
+//	          them, one at a time, in each variant: protobuf or JSON,
+//	          resourceVersion "" or "0", gzip accepted or not; one
+//	          Result per variant, with the bytes of a list decoded and
+//	          as read from the connection
 //	watch     Config.Watchers watches of ConfigMaps, opened at one
 //	          resourceVersion, then Config.WatchEvents ConfigMap creates;
 //	          the phase counts the events every watcher received and the

@@ -5,22 +5,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// WriteTable writes results as an aligned table with one row per phase.
+// WriteTable writes results as an aligned table with one row per phase,
+// then the variants of the large lists, if any, in a table of their own.
 func WriteTable(w io.Writer, results []Result) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "PHASE\tOPS\tSECONDS\tOPS/S\tP50\tP99\tNOTES")
+	var large []Result
 	for _, r := range results {
+		if r.Phase == PhaseListLarge {
+			large = append(large, r)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%s\t%s\t%s\n",
 			r.Phase, r.Ops, r.Seconds, formatRate(r.PerSecond), formatDuration(r.P50), formatDuration(r.P99), notes(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(large) > 0 {
+		buf.WriteByte('\n')
+		writeLargeLists(&buf, large)
 	}
 	// The padding of a row without notes would end it in spaces.
 	var out bytes.Buffer
@@ -30,6 +41,27 @@ func WriteTable(w io.Writer, results []Result) error {
 	}
 	_, err := w.Write(out.Bytes())
 	return err
+}
+
+// writeLargeLists writes the variants of the large lists, one a row:
+// the format, resourceVersion and Accept-Encoding asked, the latencies,
+// and the bytes of a list as decoded and as read from the connection.
+func writeLargeLists(w io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "LIST %d CONFIGMAPS\tRV\tACCEPT-ENCODING\tLISTS\tP50\tP99\tBODY\tREAD\n", results[0].Items)
+	for _, r := range results {
+		rv := "-"
+		if r.ResourceVersion != nil {
+			rv = strconv.Quote(*r.ResourceVersion)
+		}
+		enc := "-"
+		if r.AcceptGzip {
+			enc = fmt.Sprintf("gzip (%d/%d gzipped)", r.Gzipped, r.Ops)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
+			r.Format, rv, enc, r.Ops, formatDuration(r.P50), formatDuration(r.P99), formatMiB(r.BodyBytes), formatMiB(r.WireBytes))
+	}
+	tw.Flush()
 }
 
 // formatRate shows whole operations per second, and a tenth below 100.

@@ -19,6 +19,12 @@ var sample = []Result{
 	{Phase: PhaseCreate, Ops: 2000, Seconds: 1.2345, PerSecond: 1620.1, P50: 18_456_789, P99: 61_200_000, Bytes: 1024, Ratio: 0.4213},
 	{Phase: PhaseGet, Ops: 2000, Seconds: 0.25, PerSecond: 8000, P50: 3_456_000, P99: 12_345_678},
 	{Phase: PhaseList, Ops: 2000, Seconds: 20.5, PerSecond: 97.56, P50: 310 * time.Millisecond, P99: 1_234_567_890, Items: 2000},
+	{Phase: PhaseListLarge, Ops: 20, Seconds: 2.2, PerSecond: 9.09, P50: 102_345_678, P99: 197 * time.Millisecond, Items: 10000,
+		Format: FormatProtobuf, ResourceVersion: new(""), AcceptGzip: true, WireBytes: 12_510_000, BodyBytes: 12_480_000},
+	{Phase: PhaseListLarge, Ops: 20, Seconds: 7.1, PerSecond: 2.82, P50: 347 * time.Millisecond, P99: 628 * time.Millisecond, Items: 10000,
+		Format: FormatJSON, ResourceVersion: new("0"), AcceptGzip: true, Gzipped: 20, WireBytes: 11_010_000, BodyBytes: 18_140_000},
+	{Phase: PhaseListLarge, Ops: 20, Seconds: 6.9, PerSecond: 2.9, P50: 329 * time.Millisecond, P99: 545 * time.Millisecond, Items: 10000,
+		Format: FormatJSON, ResourceVersion: new("0"), WireBytes: 18_240_000, BodyBytes: 18_140_000},
 	{Phase: PhaseWatch, Ops: 10000, Seconds: 0.5, PerSecond: 20000, P50: 45_678, P99: 2 * time.Millisecond, Rate: 50, Watchers: 100, Delivered: 10000, Expected: 10000},
 	{Phase: PhaseEtcdPut, Ops: 2000, Seconds: 0.52, PerSecond: 3846.2, P50: 7_890_123, P99: 25 * time.Millisecond, Bytes: 1310},
 }

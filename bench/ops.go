@@ -59,11 +59,13 @@ const (
 	secretPrefix    = "bench-"
 	configMapPrefix = "watch-"
 	holdPrefix      = "hold-"
+	listPrefix      = "list-"
 )
 
 func secretName(i int) string    { return fmt.Sprintf("%s%06d", secretPrefix, i) }
 func configMapName(i int) string { return fmt.Sprintf("%s%06d", configMapPrefix, i) }
 func holdName(i int) string      { return fmt.Sprintf("%s%06d", holdPrefix, i) }
+func listName(i int) string      { return fmt.Sprintf("%s%06d", listPrefix, i) }
 
 // create makes Requests Secrets of ObjectBytes each.
 func (r *run) create(ctx context.Context) (Result, error) {

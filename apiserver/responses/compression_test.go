@@ -3,6 +3,8 @@ package responses
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,4 +126,59 @@ func gunzip(t *testing.T, b []byte) []byte {
 		t.Fatalf("gunzip: %v", err)
 	}
 	return plain
+}
+
+// Send compresses a long body that gzip shrinks by a quarter or more, for
+// a client that accepts gzip, and sends plain one that it barely shrinks
+// (random bytes, as in a protobuf list of keys and certificates), since
+// compressing that would cost both ends more than it saves the wire.
+func TestSendCompressesWhatShrinks(t *testing.T) {
+	random := make([]byte, 4*GzipThreshold)
+	if _, err := rand.Read(random); err != nil {
+		t.Fatal(err)
+	}
+	text := bytes.Repeat([]byte("trustplane "), len(random)/10)
+	// Random bytes in base64 shrink by a quarter at best; with as many
+	// bytes of text among them, by more.
+	mixed := make([]byte, 0, 2*len(random))
+	for i := 0; i+72 <= len(random); i += 96 {
+		mixed = base64.StdEncoding.AppendEncode(mixed, random[i:i+72])
+		mixed = append(mixed, `"metadata":{"name":"name-0001","namespace":"default"}`...)
+	}
+	tests := []struct {
+		name    string
+		body    []byte
+		accepts bool
+		want    bool // compressed
+	}{
+		{"text", text, true, true},
+		{"text, gzip not accepted", text, false, false},
+		{"random bytes", random, true, false},
+		{"base64 among text", mixed, true, true},
+		{"text after random bytes", append(random[:compressSample:compressSample], text...), true, false},
+	}
+	rs := New(nil, nil, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tt.accepts {
+				r.Header.Set("Accept-Encoding", "gzip")
+			}
+			rec := httptest.NewRecorder()
+			rs.Send(rec, r, http.StatusOK, "application/json", tt.body)
+			got := rec.Body.Bytes()
+			compressed := rec.Header().Get("Content-Encoding") == "gzip"
+			if compressed != tt.want {
+				t.Fatalf("compressed %v, want %v", compressed, tt.want)
+			}
+			if compressed {
+				got = gunzip(t, got)
+			} else if rec.Header().Get("Content-Length") != strconv.Itoa(len(tt.body)) {
+				t.Errorf("Content-Length %q, want %d", rec.Header().Get("Content-Length"), len(tt.body))
+			}
+			if !bytes.Equal(got, tt.body) {
+				t.Errorf("received %d bytes, not the %d sent", len(got), len(tt.body))
+			}
+		})
+	}
 }

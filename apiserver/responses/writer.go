@@ -69,14 +69,15 @@ func (rs *Writer) Object(w http.ResponseWriter, r *http.Request, code int, obj r
 
 // Send writes a body encoded in full beforehand, so that an encoding error
 // could still be answered with its Status. It is gzip-compressed when the
-// request (if any) accepts it and the body is long enough: gzipResponse
-// decides.
+// request (if any) accepts it, the body is long enough (gzipResponse
+// decides) and gzip shrinks it enough (see gzipPool.shrinks).
 func (rs *Writer) Send(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	gw := rs.gzips.writer(w, r != nil && acceptsGzip(r))
+	accepts := r != nil && acceptsGzip(r) && len(body) > GzipThreshold && rs.gzips.shrinks(body)
+	gw := rs.gzips.writer(w, accepts)
 	gw.WriteHeader(code)
 	// An error here is the client's connection failing: nothing can
 	// be answered on it any more.

@@ -19,7 +19,7 @@ import (
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
-func startCacher(t *testing.T, s *storage.Store, history int) *storage.Cacher {
+func startCacher(t testing.TB, s *storage.Store, history int) *storage.Cacher {
 	t.Helper()
 	c := storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, history, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -29,7 +29,7 @@ var (
 	secrets    = schema.GroupResource{Resource: "secrets"}
 )
 
-func newStore(t *testing.T) (*storage.Store, *etcdtest.Etcd) {
+func newStore(t testing.TB) (*storage.Store, *etcdtest.Etcd) {
 	t.Helper()
 	e := etcdtest.Start(t)
 	path := filepath.Join(t.TempDir(), "encryption-config.yaml")

@@ -23,6 +23,8 @@ type benchFlags struct {
 	objectBytes int
 	watchers    int
 	watchEvents int
+	listObjects int
+	listReqs    int
 	watchRate   float64
 	output      string
 	hold        int
@@ -41,6 +43,8 @@ func (f *benchFlags) validate() error {
 		{"--object-bytes", f.objectBytes},
 		{"--watchers", f.watchers},
 		{"--watch-events", f.watchEvents},
+		{"--list-objects", f.listObjects},
+		{"--list-requests", f.listReqs},
 	} {
 		if n.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", n.name, n.v))
@@ -75,6 +79,8 @@ func newBenchCommand() *cobra.Command {
 		objectBytes: bench.DefaultObjectBytes,
 		watchers:    bench.DefaultWatchers,
 		watchEvents: bench.DefaultWatchEvents,
+		listObjects: bench.DefaultListObjects,
+		listReqs:    bench.DefaultListRequests,
 		output:      "table",
 	}
 	cmd := &cobra.Command{
@@ -82,7 +88,12 @@ func newBenchCommand() *cobra.Command {
 		Short: "Measure a running cluster: creates, gets, lists, watch fan-out, and raw etcd puts",
 		Long: `Measure a running cluster as an API client, in a namespace of its own that is
 deleted at the end: Secret creates, gets and lists per second with their p50
-and p99 latency at --concurrency; then --watchers watches of ConfigMaps, the
+and p99 latency at --concurrency; then lists of --list-objects ConfigMaps of
+--object-bytes, one at a time, --list-requests of each variant: protobuf or
+JSON, resourceVersion "" (a consistent read) or "0" (the server's cache),
+with Accept-Encoding: gzip (client-go's default) or without, with the bytes
+of a list as decoded and as read from the connection; then --watchers
+watches of ConfigMaps, the
 share of --watch-events events each received and the p99 delivery latency.
 The events are created as fast as --concurrency allows, so that latency
 includes the queue of the burst; --watch-rate N paces them at N per second
@@ -123,16 +134,19 @@ this machine, freshly started: the peak counts from its start.`,
 				return fmt.Errorf("client for %s: %w", restConfig.Host, err)
 			}
 			c := bench.Config{
-				Client:      client,
-				Concurrency: f.concurrency,
-				Requests:    f.requests,
-				ObjectBytes: f.objectBytes,
-				Watchers:    f.watchers,
-				WatchEvents: f.watchEvents,
-				WatchRate:   f.watchRate,
-				Logger:      newLogger(),
-				Hold:        f.hold,
-				WatchList:   f.watchList,
+				Client:       client,
+				REST:         restConfig,
+				ListObjects:  f.listObjects,
+				ListRequests: f.listReqs,
+				Concurrency:  f.concurrency,
+				Requests:     f.requests,
+				ObjectBytes:  f.objectBytes,
+				Watchers:     f.watchers,
+				WatchEvents:  f.watchEvents,
+				WatchRate:    f.watchRate,
+				Logger:       newLogger(),
+				Hold:         f.hold,
+				WatchList:    f.watchList,
 			}
 			if f.pid > 0 {
 				c.Memory = bench.ProcessMemory(f.pid)
@@ -170,6 +184,8 @@ this machine, freshly started: the peak counts from its start.`,
 	fs.IntVar(&f.concurrency, "concurrency", f.concurrency, "operations in flight")
 	fs.IntVar(&f.requests, "requests", f.requests, "operations in each of the create, get, list and etcd-put phases")
 	fs.IntVar(&f.objectBytes, "object-bytes", f.objectBytes, "payload bytes of each Secret and ConfigMap")
+	fs.IntVar(&f.listObjects, "list-objects", f.listObjects, "ConfigMaps the large lists list")
+	fs.IntVar(&f.listReqs, "list-requests", f.listReqs, "lists of each variant of the large lists")
 	fs.IntVar(&f.watchers, "watchers", f.watchers, "watches open during the watch fan-out")
 	fs.IntVar(&f.watchEvents, "watch-events", f.watchEvents, "ConfigMaps created while the watches are open")
 	fs.Float64Var(&f.watchRate, "watch-rate", 0, "events per second the watch phase creates; 0 creates them as fast as --concurrency allows")

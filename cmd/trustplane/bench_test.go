@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -24,7 +25,7 @@ import (
 
 func TestBenchFlagsValidate(t *testing.T) {
 	valid := func() benchFlags {
-		return benchFlags{concurrency: 1, requests: 1, objectBytes: 1, watchers: 1, watchEvents: 1, output: "table"}
+		return benchFlags{concurrency: 1, requests: 1, objectBytes: 1, watchers: 1, watchEvents: 1, listObjects: 1, listReqs: 1, output: "table"}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -36,8 +37,8 @@ func TestBenchFlagsValidate(t *testing.T) {
 		{"dir with etcd", func(f *benchFlags) { f.dir, f.etcdServers = "d", []string{"https://127.0.0.1:2379"} }, nil},
 		{"yaml output", func(f *benchFlags) { f.output = "yaml" }, []string{`-o "yaml"`}},
 		{"every count", func(f *benchFlags) {
-			f.concurrency, f.requests, f.objectBytes, f.watchers, f.watchEvents = 0, -1, 0, 0, 0
-		}, []string{"--concurrency 0", "--requests -1", "--object-bytes 0", "--watchers 0", "--watch-events 0"}},
+			f.concurrency, f.requests, f.objectBytes, f.watchers, f.watchEvents, f.listObjects, f.listReqs = 0, -1, 0, 0, 0, 0, -2
+		}, []string{"--concurrency 0", "--requests -1", "--object-bytes 0", "--watchers 0", "--watch-events 0", "--list-objects 0", "--list-requests -2"}},
 		{"dir without etcd", func(f *benchFlags) { f.dir = "d" }, []string{"--etcd-servers"}},
 		{"paced watch", func(f *benchFlags) { f.watchRate = 20 }, nil},
 		{"negative watch rate", func(f *benchFlags) { f.watchRate = -1 }, []string{"--watch-rate -1"}},
@@ -67,7 +68,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	dir, etcdURL, adminConf := c.Dir, c.EtcdURL, c.AdminConf()
 
 	stdout, stderr, err := e2etest.Run(t, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
-		"--requests", "200", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200", "-o", "json")
+		"--requests", "200", "--list-objects", "300", "--list-requests", "2", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200", "-o", "json")
 	if err != nil {
 		t.Fatalf("trustplane bench: %v\nstderr:\n%s", err, stderr)
 	}
@@ -77,7 +78,12 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	byPhase := map[string]bench.Result{}
 	var phases []string
+	var large []bench.Result
 	for _, r := range results {
+		if r.Phase == bench.PhaseListLarge {
+			large = append(large, r)
+			continue
+		}
 		byPhase[r.Phase] = r
 		phases = append(phases, r.Phase)
 	}
@@ -93,6 +99,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if r := byPhase[bench.PhaseList]; r.Items != 200 {
 		t.Errorf("list: %d items per list, want 200", r.Items)
 	}
+	checkLargeLists(t, large)
 	if r := byPhase[bench.PhaseWatch]; r.Expected != 20*20 || r.Delivered != r.Expected || r.Watchers != 20 {
 		t.Errorf("watch: %d watchers delivered %d of %d events, want 20 watchers and 400 of 400", r.Watchers, r.Delivered, r.Expected)
 	}
@@ -149,6 +156,47 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("bench with 4 MiB objects printed:\n%s\nwant an error naming the failed create", stderr)
 	}
 	benchCheckNothingLeft(t, adminConf, dir, etcdURL)
+}
+
+// checkLargeLists checks the large lists of a run of 300 ConfigMaps, 2
+// lists of each variant: one result for each format, resourceVersion and
+// Accept-Encoding; a response read as long as its body, or for one the
+// server compressed, shorter.
+func checkLargeLists(t *testing.T, large []bench.Result) {
+	t.Helper()
+	var variants []string
+	for _, r := range large {
+		if r.ResourceVersion == nil {
+			t.Fatalf("list-large %+v without a resourceVersion", r)
+		}
+		variants = append(variants, fmt.Sprintf("%s rv=%q gzip=%t", r.Format, *r.ResourceVersion, r.AcceptGzip))
+		if r.Ops != 2 || r.Items != 300 || r.P50 <= 0 || r.P99 < r.P50 {
+			t.Errorf("list-large %s: %+v, want 2 lists of 300 items and 0 < p50 <= p99", variants[len(variants)-1], r)
+		}
+		// 300 ConfigMaps of 1 KiB are 300 KiB at least.
+		if r.BodyBytes < 300<<10 {
+			t.Errorf("list-large %s: bodies of %d bytes, want 300 KiB at least", variants[len(variants)-1], r.BodyBytes)
+		}
+		switch {
+		case !r.AcceptGzip && r.Gzipped != 0:
+			t.Errorf("list-large %s: %d responses compressed without gzip accepted", variants[len(variants)-1], r.Gzipped)
+		case r.Gzipped == 0 && r.WireBytes < r.BodyBytes:
+			t.Errorf("list-large %s: %d bytes read for a plain body of %d", variants[len(variants)-1], r.WireBytes, r.BodyBytes)
+		case r.Gzipped == r.Ops && r.WireBytes >= r.BodyBytes:
+			t.Errorf("list-large %s: %d bytes read for a compressed body of %d", variants[len(variants)-1], r.WireBytes, r.BodyBytes)
+		}
+	}
+	var want []string
+	for _, f := range []string{bench.FormatProtobuf, bench.FormatJSON} {
+		for _, rv := range []string{"", "0"} {
+			for _, gzip := range []bool{true, false} {
+				want = append(want, fmt.Sprintf("%s rv=%q gzip=%t", f, rv, gzip))
+			}
+		}
+	}
+	if !slices.Equal(variants, want) {
+		t.Errorf("list-large variants %q, want %q", variants, want)
+	}
 }
 
 // benchCheckNothingLeft checks that no bench namespace remains, and no raw
