@@ -27,8 +27,11 @@ type Record struct {
 
 	mu          sync.Mutex // guards the fields below
 	annotations map[string]string
-	request     *runtime.Unknown
-	response    *runtime.Unknown
+	// annotationsShared: an event holds annotations, which must not
+	// change; the next Annotate writes to a copy.
+	annotationsShared bool
+	request           *runtime.Unknown
+	response          *runtime.Unknown
 	// name is the object's name when the URL does not carry it (create).
 	name string
 	// impersonated is who the request acts as, if anyone.
@@ -69,7 +72,10 @@ func Annotate(ctx context.Context, key, value string) {
 	defer rec.mu.Unlock()
 	if rec.annotations == nil {
 		rec.annotations = map[string]string{}
+	} else if rec.annotationsShared {
+		rec.annotations = maps.Clone(rec.annotations)
 	}
+	rec.annotationsShared = false
 	rec.annotations[key] = value
 }
 
@@ -181,9 +187,11 @@ func (rec *Record) Fill(ev *auditv1.Event) {
 		ev.ImpersonatedUser = &u
 	}
 	if len(rec.annotations) > 0 {
-		// A copy: a request has more than one event, and a backend may
-		// read an event after the request annotated the next.
-		ev.Annotations = maps.Clone(rec.annotations)
+		// Shared until the next Annotate, which copies them: a request
+		// has more than one event, and a backend may read an event after
+		// the request annotated the next.
+		ev.Annotations = rec.annotations
+		rec.annotationsShared = true
 	}
 	if AtLeast(rec.level, auditv1.LevelRequest) {
 		ev.RequestObject = rec.request

@@ -84,3 +84,22 @@ func TestRecordOmitManagedFields(t *testing.T) {
 		t.Error("the caller's objects lost their managedFields")
 	}
 }
+
+// An event keeps the annotations it was filled with: the request's next
+// annotation goes to its next event only.
+func TestRecordAnnotationsPerEvent(t *testing.T) {
+	rec := NewRecord(auditv1.LevelMetadata, "id-1")
+	ctx := WithRecord(context.Background(), rec)
+	Annotate(ctx, "a", "1")
+	first := &auditv1.Event{}
+	rec.Fill(first)
+	Annotate(ctx, "b", "2")
+	second := &auditv1.Event{}
+	rec.Fill(second)
+	if len(first.Annotations) != 1 || first.Annotations["a"] != "1" {
+		t.Errorf("the first event's annotations %v, want a=1 alone", first.Annotations)
+	}
+	if len(second.Annotations) != 2 || second.Annotations["b"] != "2" {
+		t.Errorf("the second event's annotations %v, want a=1 and b=2", second.Annotations)
+	}
+}
