@@ -100,7 +100,13 @@ func (q *auditedRequest) stage(stage auditv1.Stage, resp *bufferedResponse) erro
 	}
 	ev := q.a.event(q.r, q.attrs, q.rec, q.received, resp)
 	ev.Stage = stage
-	if err := q.a.write(ev); err != nil {
+	err := q.a.write(ev)
+	if audit.Tolerated(err) {
+		// The log holds it; a backend that may miss it did.
+		q.a.logger.WarnContext(q.r.Context(), "audit event kept by the log alone", "audit_id", q.id, "stage", stage, "err", err)
+		err = nil
+	}
+	if err != nil {
 		return err
 	}
 	q.written = true

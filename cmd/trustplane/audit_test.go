@@ -212,9 +212,11 @@ func TestAuditFlagsRefused(t *testing.T) {
 			cmd.SetErr(&errOut)
 			dir := filepath.Join(t.TempDir(), "data")
 			cmd.SetArgs([]string{command, "--dir", dir, "--audit-log-maxsize", "0", "--audit-log-maxbackup", "-1", "--audit-log-maxage", "-2",
-				"--audit-log-compress=false", "--audit-webhook-config-file", "hook.conf", "--audit-webhook-batch-buffer-size", "0"})
+				"--audit-log-compress=false", "--audit-webhook-config-file", "hook.conf", "--audit-webhook-batch-buffer-size", "0",
+				"--audit-webhook-mode", "sync", "--audit-webhook-batch-throttle-qps", "0"})
 			err := cmd.ExecuteContext(t.Context())
-			for _, want := range []string{"--audit-log-maxsize 0", "--audit-log-maxbackup -1", "--audit-log-maxage -2", "audit webhook buffer size 0"} {
+			for _, want := range []string{"--audit-log-maxsize 0", "--audit-log-maxbackup -1", "--audit-log-maxage -2", "audit webhook buffer size 0",
+				`audit webhook mode "sync"`, "audit webhook throttle of 0 a second"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("err = %v, want one naming %s", err, want)
 				}
