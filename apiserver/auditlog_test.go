@@ -207,11 +207,10 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestAuditWebhookFullBufferRefusesRequests(t *testing.T) {
 	e := etcdtest.Start(t)
 	signer, _ := auditSigner(t, e)
-	ca := e.PKI.ClusterCA
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	received := 0
-	hook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	kubeconfig := startAuditWebhook(t, e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-gate
 		var list auditv1.EventList
 		if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
@@ -222,30 +221,6 @@ func TestAuditWebhookFullBufferRefusesRequests(t *testing.T) {
 		received += len(list.Items)
 		mu.Unlock()
 	}))
-	serverCert, serverKey, err := ca.Issue(pki.Request{CommonName: "webhook", Hosts: []string{"127.0.0.1"}, Profile: pki.Server, Validity: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(serverCert, serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
-	hook.StartTLS()
-	t.Cleanup(hook.Close)
-	clientCert, clientKey, err := ca.Issue(pki.Request{CommonName: "apiserver", Profile: pki.Client, Validity: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["webhook"] = &clientcmdapi.Cluster{Server: hook.URL, CertificateAuthorityData: ca.CertPEM}
-	kc.AuthInfos["apiserver"] = &clientcmdapi.AuthInfo{ClientCertificateData: clientCert, ClientKeyData: clientKey}
-	kc.Contexts["webhook"] = &clientcmdapi.Context{Cluster: "webhook", AuthInfo: "apiserver"}
-	kc.CurrentContext = "webhook"
-	kubeconfig := filepath.Join(t.TempDir(), "webhook.conf")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 
 	o := DefaultAuditOptions()
 	o.Webhook.KubeconfigFile = kubeconfig
@@ -312,4 +287,38 @@ func webhookErrors(t *testing.T, reg *prometheus.Registry) float64 {
 		}
 	}
 	return 0
+}
+
+// startAuditWebhook serves h as an audit webhook over mutual TLS, its
+// certificate and the API server's from e's cluster CA, until the test
+// ends, and returns the path of its kubeconfig.
+func startAuditWebhook(t *testing.T, e *etcdtest.Etcd, h http.Handler) string {
+	t.Helper()
+	ca := e.PKI.ClusterCA
+	hook := httptest.NewUnstartedServer(h)
+	serverCert, serverKey, err := ca.Issue(pki.Request{CommonName: "webhook", Hosts: []string{"127.0.0.1"}, Profile: pki.Server, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(serverCert, serverKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
+	hook.StartTLS()
+	t.Cleanup(hook.Close)
+	clientCert, clientKey, err := ca.Issue(pki.Request{CommonName: "apiserver", Profile: pki.Client, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["webhook"] = &clientcmdapi.Cluster{Server: hook.URL, CertificateAuthorityData: ca.CertPEM}
+	kc.AuthInfos["apiserver"] = &clientcmdapi.AuthInfo{ClientCertificateData: clientCert, ClientKeyData: clientKey}
+	kc.Contexts["webhook"] = &clientcmdapi.Context{Cluster: "webhook", AuthInfo: "apiserver"}
+	kc.CurrentContext = "webhook"
+	kubeconfig := filepath.Join(t.TempDir(), "webhook.conf")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }

@@ -11,9 +11,13 @@ import (
 	"github.com/trustplane/trustplane/audit"
 )
 
-// AuditOptions are kube-apiserver's --audit-log-max*, --audit-log-compress
-// and --audit-webhook-* flags, in its units.
+// AuditOptions are kube-apiserver's --audit-policy-file,
+// --audit-log-max*, --audit-log-compress and --audit-webhook-* flags, in
+// its units.
 type AuditOptions struct {
+	// PolicyFile is the audit.k8s.io/v1 Policy; "" is
+	// DIR/audit-policy.yaml.
+	PolicyFile string
 	// MaxAge is the number of days a rotated file is kept; 0 keeps all.
 	MaxAge int
 	// MaxBackup is the number of rotated files kept; 0 keeps all.
@@ -81,5 +85,5 @@ func (o AuditOptions) open(path string, signer note.Signer, logger *slog.Logger)
 	// The webhook first: its last events go before the log's closing
 	// checkpoint, which no one waits for.
 	closeBoth := func() error { return errors.Join(webhook.Close(), log.Close()) }
-	return audit.Union{Webhook: webhook, Log: log}, closeBoth, nil
+	return audit.Union{Webhook: webhook, Log: log, TolerateReceived: webhook.Mode() == audit.ModeBlocking}, closeBoth, nil
 }

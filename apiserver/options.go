@@ -173,7 +173,11 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	policy, err := audit.LoadPolicy(l.AuditPolicy())
+	auditPolicy := o.Audit.PolicyFile
+	if auditPolicy == "" {
+		auditPolicy = l.AuditPolicy()
+	}
+	policy, err := audit.LoadPolicy(auditPolicy)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,9 +3,11 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -19,11 +21,17 @@ import (
 type Record struct {
 	level auditv1.Level
 	id    types.UID
+	// omitManagedFields leaves metadata.managedFields out of the objects
+	// recorded.
+	omitManagedFields bool
 
 	mu          sync.Mutex // guards the fields below
 	annotations map[string]string
-	request     *runtime.Unknown
-	response    *runtime.Unknown
+	// annotationsShared: an event holds annotations, which must not
+	// change; the next Annotate writes to a copy.
+	annotationsShared bool
+	request           *runtime.Unknown
+	response          *runtime.Unknown
 	// name is the object's name when the URL does not carry it (create).
 	name string
 	// impersonated is who the request acts as, if anyone.
@@ -34,6 +42,12 @@ type Record struct {
 // has the given auditID.
 func NewRecord(level auditv1.Level, id types.UID) *Record {
 	return &Record{level: level, id: id}
+}
+
+// Record starts the record of a request that d decided, whose events have
+// the given auditID.
+func (d Decision) Record(id types.UID) *Record {
+	return &Record{level: d.Level, id: id, omitManagedFields: d.OmitManagedFields}
 }
 
 type recordKey struct{}
@@ -58,7 +72,10 @@ func Annotate(ctx context.Context, key, value string) {
 	defer rec.mu.Unlock()
 	if rec.annotations == nil {
 		rec.annotations = map[string]string{}
+	} else if rec.annotationsShared {
+		rec.annotations = maps.Clone(rec.annotations)
 	}
+	rec.annotationsShared = false
 	rec.annotations[key] = value
 }
 
@@ -69,7 +86,7 @@ func LogRequestObject(ctx context.Context, obj runtime.Object) {
 	if rec == nil || obj == nil || !AtLeast(rec.level, auditv1.LevelRequest) {
 		return
 	}
-	u := encode(obj)
+	u := encode(obj, rec.omitManagedFields)
 	rec.mu.Lock()
 	rec.request = u
 	rec.mu.Unlock()
@@ -81,18 +98,55 @@ func LogResponseObject(ctx context.Context, obj runtime.Object) {
 	if rec == nil || !AtLeast(rec.level, auditv1.LevelRequestResponse) {
 		return
 	}
-	u := encode(obj)
+	u := encode(obj, rec.omitManagedFields)
 	rec.mu.Lock()
 	rec.response = u
 	rec.mu.Unlock()
 }
 
-func encode(obj runtime.Object) *runtime.Unknown {
+// encode is obj as JSON, without its managedFields (or its items') when
+// omitManagedFields is set, as kube-apiserver records them.
+func encode(obj runtime.Object, omitManagedFields bool) *runtime.Unknown {
+	if omitManagedFields && obj != nil {
+		obj = withoutManagedFields(obj)
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil
 	}
 	return &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+}
+
+// withoutManagedFields is obj, or a copy of it without the managedFields
+// of the object or of a list's items.
+func withoutManagedFields(obj runtime.Object) runtime.Object {
+	has := false
+	visit := func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil && len(m.GetManagedFields()) > 0 {
+			has = true
+		}
+		return nil
+	}
+	strip := func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil {
+			m.SetManagedFields(nil)
+		}
+		return nil
+	}
+	each := func(o runtime.Object, fn func(runtime.Object) error) {
+		if meta.IsListType(o) {
+			meta.EachListItem(o, fn)
+			return
+		}
+		fn(o)
+	}
+	each(obj, visit)
+	if !has {
+		return obj
+	}
+	obj = obj.DeepCopyObject()
+	each(obj, strip)
+	return obj
 }
 
 // LogObjectName names the object of a create, whose URL has no name.
@@ -133,7 +187,11 @@ func (rec *Record) Fill(ev *auditv1.Event) {
 		ev.ImpersonatedUser = &u
 	}
 	if len(rec.annotations) > 0 {
+		// Shared until the next Annotate, which copies them: a request
+		// has more than one event, and a backend may read an event after
+		// the request annotated the next.
 		ev.Annotations = rec.annotations
+		rec.annotationsShared = true
 	}
 	if AtLeast(rec.level, auditv1.LevelRequest) {
 		ev.RequestObject = rec.request

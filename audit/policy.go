@@ -64,13 +64,54 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	return &Policy{evaluator: policy.NewPolicyRuleEvaluator(p)}, nil
 }
 
+// Decision is what the policy says of one request: the level it is
+// recorded at, the stages it is recorded at (omitStages, the policy's and
+// its rule's together), and whether managedFields are left out of the
+// objects it records.
+type Decision struct {
+	Level             auditv1.Level
+	OmitManagedFields bool
+	omit              stageSet
+}
+
+// stageSet is a set of stages, one bit each.
+type stageSet uint8
+
+func stageBit(s auditv1.Stage) stageSet {
+	switch s {
+	case auditv1.StageRequestReceived:
+		return 1
+	case auditv1.StageResponseStarted:
+		return 2
+	case auditv1.StageResponseComplete:
+		return 4
+	case auditv1.StagePanic:
+		return 8
+	}
+	return 0
+}
+
+// Logs reports whether the request's event of stage is recorded.
+func (d Decision) Logs(stage auditv1.Stage) bool {
+	return d.Level != auditv1.LevelNone && d.omit&stageBit(stage) == 0
+}
+
+// Decide is what the policy says of the request described by attrs.
+func (p *Policy) Decide(attrs authorizer.Attributes) Decision {
+	c := p.evaluator.EvaluatePolicyRule(attrs)
+	d := Decision{Level: auditv1.Level(c.Level), OmitManagedFields: c.OmitManagedFields}
+	if carriesSecrets(attrs) && auditinternal.LevelMetadata.Less(c.Level) {
+		d.Level = auditv1.LevelMetadata
+	}
+	for _, s := range c.OmitStages {
+		d.omit |= stageBit(auditv1.Stage(s))
+	}
+	return d
+}
+
 // Level is the level the request described by attrs is recorded at.
 func (p *Policy) Level(attrs authorizer.Attributes) auditv1.Level {
-	level := p.evaluator.EvaluatePolicyRule(attrs).Level
-	if carriesSecrets(attrs) && auditinternal.LevelMetadata.Less(level) {
-		return auditv1.LevelMetadata
-	}
-	return auditv1.Level(level)
+	return p.Decide(attrs).Level
 }
 
 // carriesSecrets reports whether request or response bodies may hold

@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -76,5 +78,43 @@ func TestLoadPolicyRejectsBadFiles(t *testing.T) {
 	}
 	if _, err := ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")); err == nil {
 		t.Error("invalid level accepted")
+	}
+}
+
+// omitStages, the policy's and the matching rule's together, as
+// kube-apiserver reads them; the default policy omits RequestReceived
+// alone.
+func TestDecideStages(t *testing.T) {
+	all := []auditv1.Stage{auditv1.StageRequestReceived, auditv1.StageResponseStarted, auditv1.StageResponseComplete, auditv1.StagePanic}
+	alice := &user.DefaultInfo{Name: "alice"}
+	get := authorizer.AttributesRecord{User: alice, Verb: "get", Resource: "pods", ResourceRequest: true}
+	list := authorizer.AttributesRecord{User: alice, Verb: "list", Resource: "pods", ResourceRequest: true}
+	livez := authorizer.AttributesRecord{User: alice, Verb: "get", Path: "/livez"}
+	for _, tt := range []struct {
+		name, policy string
+		attrs        authorizer.Attributes
+		want         []auditv1.Stage
+	}{
+		{"the default policy", DefaultPolicy, get, all[1:]},
+		{"no omitStages", "rules:\n- level: Metadata\n", get, all},
+		{"the policy's", "omitStages: [ResponseStarted]\nrules:\n- level: Metadata\n", get, []auditv1.Stage{auditv1.StageRequestReceived, auditv1.StageResponseComplete, auditv1.StagePanic}},
+		{"the rule's and the policy's", "omitStages: [Panic]\nrules:\n- level: Metadata\n  verbs: [get]\n  omitStages: [RequestReceived]\n- level: Metadata\n", get, all[1:3]},
+		{"another rule's", "omitStages: [Panic]\nrules:\n- level: Metadata\n  verbs: [get]\n  omitStages: [RequestReceived]\n- level: Metadata\n", list, all[:3]},
+		{"level None", DefaultPolicy, livez, nil},
+	} {
+		p, err := ParsePolicy([]byte("apiVersion: audit.k8s.io/v1\nkind: Policy\n" + strings.TrimPrefix(tt.policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\n")))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		d := p.Decide(tt.attrs)
+		var got []auditv1.Stage
+		for _, s := range all {
+			if d.Logs(s) {
+				got = append(got, s)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: stages %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

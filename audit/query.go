@@ -19,6 +19,9 @@ import (
 // Filter selects every event.
 type Filter struct {
 	User, Group, Verb, Resource, Subresource, Namespace, Name string
+	// Stage is the event's: RequestReceived, ResponseStarted,
+	// ResponseComplete or Panic.
+	Stage string
 	// Decision is the authorizer's: allow or forbid.
 	Decision        string
 	Code            int32
@@ -43,7 +46,7 @@ func (f *Filter) prepare() {
 		return
 	}
 	f.needlesPrepared = true
-	for _, v := range []string{f.User, f.Group, f.Verb, f.Resource, f.Subresource, f.Namespace, f.Name, f.SourceIP, f.UserAgent, f.AuditID} {
+	for _, v := range []string{f.User, f.Group, f.Verb, f.Resource, f.Subresource, f.Namespace, f.Name, f.Stage, f.SourceIP, f.UserAgent, f.AuditID} {
 		if v != "" {
 			q, _ := json.Marshal(v)
 			f.needles = append(f.needles, q)
@@ -139,6 +142,7 @@ func (f *Filter) match(e *Event) bool {
 	return is(f.User, e.User.Username) &&
 		(f.Group == "" || slices.Contains(e.User.Groups, f.Group)) &&
 		is(f.Verb, e.Verb) &&
+		is(f.Stage, e.Stage) &&
 		is(f.Resource, e.Resource()) &&
 		is(f.Subresource, e.Subresource()) &&
 		is(f.Namespace, e.Namespace()) &&
@@ -150,6 +154,37 @@ func (f *Filter) match(e *Event) bool {
 		is(f.AuditID, e.AuditID) &&
 		(f.From.IsZero() || !e.RequestReceivedTimestamp.Before(f.From)) &&
 		(f.To.IsZero() || e.RequestReceivedTimestamp.Before(f.To))
+}
+
+// Requests picks, from a log's events read in order, the one event that
+// stands for each request, so that a reader that counts requests counts
+// each once, whatever stages the policy records: the first of its
+// ResponseStarted (a watch), ResponseComplete and Panic events. A
+// RequestReceived event is never picked: it comes before the request is
+// authorized or answered, and a later stage follows it unless the policy
+// omits them all. The zero Requests is ready; it keeps the audit IDs of
+// the watches whose ResponseStarted was picked until their end is read.
+type Requests struct {
+	started map[string]bool
+}
+
+// Pick reports whether e is the event that stands for its request.
+func (q *Requests) Pick(e *Event) bool {
+	switch e.Stage {
+	case "RequestReceived":
+		return false
+	case "ResponseStarted":
+		if q.started == nil {
+			q.started = map[string]bool{}
+		}
+		q.started[e.AuditID] = true
+	case "ResponseComplete", "Panic":
+		if q.started[e.AuditID] {
+			delete(q.started, e.AuditID)
+			return false
+		}
+	}
+	return true
 }
 
 // Query calls fn with each event of files, read in order, that f selects,

@@ -75,3 +75,31 @@ func TestQuery(t *testing.T) {
 		t.Errorf("through the gzipped file: got %v, want s31 twice", got)
 	}
 }
+
+// Requests picks one event per request, whatever stages are recorded.
+func TestRequestsPick(t *testing.T) {
+	var q Requests
+	var picked []string
+	for _, e := range []Event{
+		{AuditID: "g", Stage: "RequestReceived"},
+		{AuditID: "w", Stage: "RequestReceived"},
+		{AuditID: "w", Stage: "ResponseStarted"},
+		{AuditID: "g", Stage: "ResponseComplete"},
+		{AuditID: "p", Stage: "ResponseStarted"},
+		{AuditID: "p", Stage: "Panic"},
+		{AuditID: "w", Stage: "ResponseComplete"},
+		{AuditID: "x", Stage: "Panic"},
+		{AuditID: "c", Stage: "ResponseComplete"},
+	} {
+		if q.Pick(&e) {
+			picked = append(picked, e.AuditID+" "+e.Stage)
+		}
+	}
+	want := []string{"w ResponseStarted", "g ResponseComplete", "p ResponseStarted", "x Panic", "c ResponseComplete"}
+	if !slices.Equal(picked, want) {
+		t.Errorf("picked %v, want %v", picked, want)
+	}
+	if len(q.started) != 0 {
+		t.Errorf("%d watches kept after their end", len(q.started))
+	}
+}

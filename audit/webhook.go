@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +18,28 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 )
+
+// The webhook's modes, kube-apiserver's --audit-webhook-mode.
+const (
+	// ModeBatch buffers events and sends them in batches, from a
+	// goroutine of the Webhook's: an event is acknowledged once buffered,
+	// and a full buffer refuses the request.
+	ModeBatch = "batch"
+	// ModeBlocking sends each event before Write returns: a response goes
+	// out only once its event is delivered, and is refused if it cannot
+	// be. A RequestReceived event that cannot be delivered is kept by the
+	// log alone, and the request goes on (see Union).
+	ModeBlocking = "blocking"
+	// ModeBlockingStrict is ModeBlocking in which a RequestReceived event
+	// that cannot be delivered refuses the request too, before it is
+	// handled.
+	ModeBlockingStrict = "blocking-strict"
+)
+
+// WebhookModes are the modes, in the order the flag's help names them.
+var WebhookModes = []string{ModeBatch, ModeBlocking, ModeBlockingStrict}
 
 // WebhookConfig is kube-apiserver's --audit-webhook-* flags: where the
 // events go and how they are batched.
@@ -24,6 +47,9 @@ type WebhookConfig struct {
 	// KubeconfigFile names the webhook: its cluster's server URL and CA,
 	// and the client certificate (or token) the API server presents.
 	KubeconfigFile string
+	// Mode is one of WebhookModes. The batch fields below count in
+	// ModeBatch only.
+	Mode string
 	// BufferSize is how many events wait to be sent; when it is full,
 	// Write fails and the request is refused.
 	BufferSize int
@@ -31,11 +57,17 @@ type WebhookConfig struct {
 	// MaxBatchSize events or its first has waited MaxBatchWait.
 	MaxBatchSize int
 	MaxBatchWait time.Duration
-	// InitialBackoff is the wait before the first retry of a batch that
+	// ThrottleEnable limits the batches sent to ThrottleQPS a second,
+	// with bursts of ThrottleBurst: past that, events wait in the buffer.
+	ThrottleEnable bool
+	ThrottleQPS    float32
+	ThrottleBurst  int
+	// InitialBackoff is the wait before the first retry of a POST that
 	// failed; it doubles with each retry, up to MaxBackoff.
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
-	// Timeout bounds one POST.
+	// Timeout bounds one POST in ModeBatch, and in the blocking modes
+	// every try to send one event, together.
 	Timeout time.Duration
 }
 
@@ -43,14 +75,18 @@ type WebhookConfig struct {
 // first retry.
 func DefaultWebhookConfig() WebhookConfig {
 	return WebhookConfig{
+		Mode:           ModeBatch,
 		BufferSize:     10000,
 		MaxBatchSize:   400,
 		MaxBatchWait:   30 * time.Second,
 		InitialBackoff: 10 * time.Second,
 		// Short: while the webhook is down its buffer fills and requests
 		// are refused; once it is back, they should not wait long.
-		MaxBackoff: 30 * time.Second,
-		Timeout:    30 * time.Second,
+		MaxBackoff:     30 * time.Second,
+		Timeout:        30 * time.Second,
+		ThrottleEnable: true,
+		ThrottleQPS:    10,
+		ThrottleBurst:  15,
 	}
 }
 
@@ -58,6 +94,12 @@ func (c WebhookConfig) Validate() error {
 	var errs []error
 	if c.KubeconfigFile == "" {
 		errs = append(errs, errors.New("audit webhook kubeconfig is not set"))
+	}
+	if !slices.Contains(WebhookModes, c.Mode) {
+		errs = append(errs, fmt.Errorf("audit webhook mode %q: want one of %s", c.Mode, strings.Join(WebhookModes, ", ")))
+	}
+	if c.ThrottleEnable && (c.ThrottleQPS <= 0 || c.ThrottleBurst <= 0) {
+		errs = append(errs, fmt.Errorf("audit webhook throttle of %g a second, bursts of %d: both must be positive", c.ThrottleQPS, c.ThrottleBurst))
 	}
 	for name, v := range map[string]int{"buffer size": c.BufferSize, "batch size": c.MaxBatchSize} {
 		if v <= 0 {
@@ -72,21 +114,29 @@ func (c WebhookConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Webhook sends events to a webhook, as kube-apiserver's batch webhook
-// backend does: POSTs of an audit.k8s.io/v1 EventList, over the TLS and
+// Webhook sends events to a webhook, as kube-apiserver's webhook backend
+// does: POSTs of an audit.k8s.io/v1 EventList, over the TLS and
 // credentials of a kubeconfig file (a client certificate for mutual TLS).
-// A batch that fails is retried with backoff until it is delivered or the
-// Webhook closes; meanwhile events wait in the buffer, and once it is full,
-// Write fails, so that a request is refused rather than answered with an
-// event that could not be kept. Events are acknowledged once buffered: the
-// log backend is the one that holds every event before the response.
+//
+// In ModeBatch, a batch that fails is retried with backoff until it is
+// delivered or the Webhook closes; meanwhile events wait in the buffer,
+// and once it is full, Write fails, so that a request is refused rather
+// than answered with an event that could not be kept. Events are
+// acknowledged once buffered: the log backend is the one that holds every
+// event before the response. In the blocking modes, Write sends its event
+// itself, retried with backoff for Timeout at most, and fails if it is not
+// delivered.
 type Webhook struct {
 	cfg    WebhookConfig
 	url    string
 	client *http.Client
 	logger *slog.Logger
+	// throttle limits the batches sent; nil when not throttled.
+	throttle flowcontrol.RateLimiter
 
-	mu     sync.RWMutex // guards closed against the send on buf
+	// mu guards closed against the send on buf, and against the POSTs of
+	// the blocking modes, which Close waits for.
+	mu     sync.RWMutex
 	closed bool
 	buf    chan *auditv1.Event
 
@@ -120,22 +170,36 @@ func NewWebhook(cfg WebhookConfig, logger *slog.Logger) (*Webhook, error) {
 		return nil, fmt.Errorf("audit webhook kubeconfig: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	w := &Webhook{cfg: cfg, url: rc.Host, client: client, logger: logger,
-		buf: make(chan *auditv1.Event, cfg.BufferSize), ctx: ctx, stop: stop, done: make(chan struct{})}
+	w := &Webhook{cfg: cfg, url: rc.Host, client: client, logger: logger, ctx: ctx, stop: stop, done: make(chan struct{})}
+	if cfg.Mode != ModeBatch {
+		close(w.done)
+		return w, nil
+	}
+	if cfg.ThrottleEnable {
+		w.throttle = flowcontrol.NewTokenBucketRateLimiter(cfg.ThrottleQPS, cfg.ThrottleBurst)
+	}
+	w.buf = make(chan *auditv1.Event, cfg.BufferSize)
 	go w.loop()
 	return w, nil
 }
 
+// Mode is the Webhook's mode, one of WebhookModes.
+func (w *Webhook) Mode() string { return w.cfg.Mode }
+
 // ErrWebhookFull is Write's error when the buffer is full.
 var ErrWebhookFull = errors.New("audit webhook buffer is full")
 
-// Write queues ev to be sent; ev must not change after. It fails when the
-// buffer is full or the Webhook closed.
+// Write queues ev to be sent, in ModeBatch; ev must not change after. It
+// fails when the buffer is full or the Webhook closed. In the blocking
+// modes, it sends ev, and fails if ev is not delivered.
 func (w *Webhook) Write(ev *auditv1.Event) error {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
 		return errors.New("audit webhook is closed")
+	}
+	if w.cfg.Mode != ModeBatch {
+		return w.sendNow(ev)
 	}
 	select {
 	case w.buf <- ev:
@@ -155,7 +219,9 @@ func (w *Webhook) Close() error {
 		return nil
 	}
 	w.closed = true
-	close(w.buf)
+	if w.buf != nil {
+		close(w.buf)
+	}
 	w.mu.Unlock()
 	w.closeAt = time.Now()
 	w.stop()
@@ -171,6 +237,10 @@ func (w *Webhook) loop() {
 	for {
 		batch, more := w.collect()
 		if len(batch) > 0 {
+			// Once closing, what is left goes at once.
+			if w.throttle != nil && w.ctx.Err() == nil {
+				w.throttle.Wait(w.ctx)
+			}
 			w.send(batch)
 		}
 		if !more {
@@ -213,18 +283,48 @@ func (w *Webhook) collect() (batch []*auditv1.Event, more bool) {
 	return batch, true
 }
 
+// eventList is the body that sends events.
+func eventList(events []*auditv1.Event) ([]byte, error) {
+	list := auditv1.EventList{
+		TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: auditv1.SchemeGroupVersion.String()},
+		Items:    make([]auditv1.Event, len(events)),
+	}
+	for i, ev := range events {
+		list.Items[i] = *ev
+	}
+	return json.Marshal(&list)
+}
+
+// sendNow POSTs ev alone, in the blocking modes, retrying with a doubling
+// backoff for Timeout at most.
+func (w *Webhook) sendNow(ev *auditv1.Event) error {
+	body, err := eventList([]*auditv1.Event{ev})
+	if err != nil {
+		return fmt.Errorf("encode audit event: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
+	defer cancel()
+	backoff := w.cfg.InitialBackoff
+	for {
+		err := w.post(ctx, body)
+		if err == nil {
+			return nil
+		}
+		deadline, _ := ctx.Deadline()
+		if time.Until(deadline) < backoff {
+			return err
+		}
+		w.logger.Warn("audit webhook: send failed", "err", err, "audit_id", ev.AuditID, "retry_in", backoff)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, w.cfg.MaxBackoff)
+	}
+}
+
 // send POSTs batch until it is delivered, waiting a doubling backoff
 // between tries. Once the Webhook is closing, it keeps trying for Timeout
 // from Close, then counts the batch undelivered.
 func (w *Webhook) send(batch []*auditv1.Event) {
-	list := auditv1.EventList{
-		TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: auditv1.SchemeGroupVersion.String()},
-		Items:    make([]auditv1.Event, len(batch)),
-	}
-	for i, ev := range batch {
-		list.Items[i] = *ev
-	}
-	body, err := json.Marshal(&list)
+	body, err := eventList(batch)
 	if err != nil {
 		w.logger.Error("audit webhook: encode events", "err", err, "events", len(batch))
 		w.undelivered += len(batch)
@@ -232,7 +332,7 @@ func (w *Webhook) send(batch []*auditv1.Event) {
 	}
 	backoff := w.cfg.InitialBackoff
 	for {
-		err := w.post(body)
+		err := w.postOnce(body)
 		if err == nil {
 			return
 		}
@@ -256,9 +356,14 @@ func (w *Webhook) send(batch []*auditv1.Event) {
 	}
 }
 
-func (w *Webhook) post(body []byte) error {
+// postOnce POSTs body, for Timeout at most.
+func (w *Webhook) postOnce(body []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 	defer cancel()
+	return w.post(ctx, body)
+}
+
+func (w *Webhook) post(ctx context.Context, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
 		return err

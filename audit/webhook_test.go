@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,17 +201,7 @@ func TestWebhookFullBufferRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted := 0
-	for i := range 10 {
-		err := w.Write(testEvent(i))
-		if errors.Is(err, ErrWebhookFull) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		accepted++
-	}
+	accepted := writeUntilFull(t, w, 0)
 	// The buffer's 3, and the one or two the loop has taken out of it.
 	if accepted < 3 || accepted > 5 {
 		t.Fatalf("%d events accepted before the buffer was full, want 3 to 5", accepted)
@@ -222,4 +213,115 @@ func TestWebhookFullBufferRefuses(t *testing.T) {
 	if got, _ := s.received(); len(got) != accepted {
 		t.Errorf("received %d events, want the %d accepted", len(got), accepted)
 	}
+}
+
+// In the blocking modes, Write returns once its event is delivered, and
+// fails when it cannot be: the webhook refusing past Timeout, or hanging.
+func TestWebhookBlocking(t *testing.T) {
+	for _, mode := range []string{ModeBlocking, ModeBlockingStrict} {
+		t.Run(mode, func(t *testing.T) {
+			s := startSink(t)
+			cfg := testWebhookConfig(s.kubeconfig)
+			cfg.Mode = mode
+			cfg.Timeout = 200 * time.Millisecond
+			w, err := NewWebhook(cfg, discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Close() })
+			s.fail = 2 // retried within Timeout
+			for i := range 3 {
+				if err := w.Write(testEvent(i)); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				// Delivered before Write returned, alone.
+				if got, batches := s.received(); len(got) != i+1 || batches != i+1 || got[i] != testEvent(i).ObjectRef.Name {
+					t.Fatalf("after Write of event %d the webhook holds %v in %d batches", i, got, batches)
+				}
+			}
+			s.mu.Lock()
+			s.fail = 1 << 30
+			s.mu.Unlock()
+			if err := w.Write(testEvent(3)); err == nil {
+				t.Error("Write to a webhook that refuses everything succeeded")
+			}
+			hung := startSink(t)
+			hung.gate = make(chan struct{})
+			// After the server's Close, which waits for its handlers.
+			t.Cleanup(func() { close(hung.gate) })
+			cfg.KubeconfigFile = hung.kubeconfig
+			wh, err := NewWebhook(cfg, discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { wh.Close() })
+			if err := wh.Write(testEvent(4)); err == nil {
+				t.Error("Write to a webhook that does not answer succeeded")
+			}
+		})
+	}
+}
+
+// Throttled, batches wait for their turn in the buffer, which fills: with
+// one batch allowed and the next not before long, the webhook holds one
+// batch when Write finds the buffer full. Close sends the rest at once.
+func TestWebhookThrottle(t *testing.T) {
+	s := startSink(t)
+	cfg := testWebhookConfig(s.kubeconfig)
+	cfg.BufferSize, cfg.MaxBatchSize = 2, 1
+	cfg.ThrottleEnable, cfg.ThrottleQPS, cfg.ThrottleBurst = true, 0.001, 1
+	w, err := NewWebhook(cfg, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(testEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for got, _ := s.received(); len(got) == 0; got, _ = s.received() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first batch was not sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	accepted := 1 + writeUntilFull(t, w, 1)
+	if _, batches := s.received(); batches != 1 || accepted > 4 {
+		t.Errorf("%d batches sent and %d events accepted when the buffer was full, want 1 batch, 4 events at most", batches, accepted)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.received(); len(got) != accepted {
+		t.Errorf("received %d events, want the %d accepted", len(got), accepted)
+	}
+}
+
+func TestWebhookConfigRefusesBadModeAndThrottle(t *testing.T) {
+	cfg := testWebhookConfig("hook.conf")
+	cfg.Mode = "sync"
+	cfg.ThrottleQPS = 0
+	err := cfg.Validate()
+	for _, want := range []string{`mode "sync"`, "throttle of 0 a second"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one naming %s", err, want)
+		}
+	}
+}
+
+// writeUntilFull writes the test events from `from` to 9 until the
+// buffer is full, and returns how many were accepted.
+func writeUntilFull(t *testing.T, w *Webhook, from int) int {
+	t.Helper()
+	accepted := 0
+	for i := from; i < 10; i++ {
+		err := w.Write(testEvent(i))
+		if errors.Is(err, ErrWebhookFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted++
+	}
+	return accepted
 }

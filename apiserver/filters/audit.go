@@ -25,8 +25,11 @@ type AuditSink interface {
 	Write(*auditv1.Event) error
 }
 
-// Auditor writes one event per request: ResponseComplete, or
-// ResponseStarted for a watch.
+// Auditor writes the events of each request, one per stage that its
+// policy records: RequestReceived before the request is handled,
+// ResponseStarted when a long-running response (a watch) starts,
+// ResponseComplete when the response is complete, Panic when the handler
+// panics. The events of one request share its audit ID.
 type Auditor struct {
 	policy  *audit.Policy
 	sink    AuditSink
@@ -50,11 +53,13 @@ func (a *Auditor) write(ev *auditv1.Event) error {
 	return err
 }
 
-// WithAudit records the request in the audit log once it is complete. The
-// response is held until its event is written: if the event cannot be
-// written, the client gets a 500 instead, so nothing is answered that is
-// not audited. A panic in next is audited as the 500 that WithRecovery
-// answers for it.
+// WithAudit records the request in the audit log, at each stage its
+// policy records. Nothing is answered that is not audited: the request is
+// refused with a 500 if its RequestReceived event cannot be written (before
+// it is handled), and the response is held until its ResponseComplete
+// event is written, a 500 going out instead if it cannot be; a watch's
+// response starts only once its ResponseStarted event is written. A panic
+// in next is audited as the 500 that WithRecovery answers for it.
 func WithAudit(next http.Handler, a *Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.serve(w, r, next)
@@ -73,66 +78,108 @@ func WithFailedAuthenticationAudit(a *Auditor) http.Handler {
 	})
 }
 
+// auditedRequest is what the stages of one request's audit share.
+type auditedRequest struct {
+	a        *Auditor
+	id       types.UID
+	r        *http.Request
+	attrs    authorizer.Attributes
+	decision audit.Decision
+	rec      *audit.Record
+	received metav1.MicroTime
+	// written is set once an event of the request is written: its
+	// Audit-Id names an event.
+	written bool
+}
+
+// stage writes the request's event of stage, if its policy records it,
+// with the response's status when resp is not nil.
+func (q *auditedRequest) stage(stage auditv1.Stage, resp *bufferedResponse) error {
+	if !q.decision.Logs(stage) {
+		return nil
+	}
+	ev := q.a.event(q.r, q.attrs, q.rec, q.received, resp)
+	ev.Stage = stage
+	err := q.a.write(ev)
+	if audit.Tolerated(err) {
+		// The log holds it; a backend that may miss it did.
+		q.a.logger.WarnContext(q.r.Context(), "audit event kept by the log alone", "audit_id", q.id, "stage", stage, "err", err)
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	q.written = true
+	return nil
+}
+
 func (a *Auditor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	received := metav1.NewMicroTime(time.Now())
 	ctx := r.Context()
 	attrs := attributesFrom(ctx, r)
 	// kube-apiserver's header, on every response: the client can quote it
-	// to find the event. A client's own Audit-Id is not taken, so that one
-	// ID never names two events.
+	// to find the events. A client's own Audit-Id is not taken, so that
+	// one ID never names two requests.
 	id := types.UID(uuid.NewString())
 	w.Header().Set(AuditIDHeader, string(id))
-	level := a.policy.Level(attrs)
-	if level == auditv1.LevelNone {
+	decision := a.policy.Decide(attrs)
+	if decision.Level == auditv1.LevelNone {
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec := audit.NewRecord(level, id)
-	if isLongRunning(ctx) {
-		a.serveStreaming(w, r.WithContext(audit.WithRecord(ctx, rec)), next, attrs, rec, received)
+	q := &auditedRequest{a: a, id: id, r: r, attrs: attrs, decision: decision, rec: decision.Record(id), received: received}
+	if err := q.stage(auditv1.StageRequestReceived, nil); err != nil {
+		a.refuse(w, q, err)
 		return
 	}
-	defer a.auditPanic(w, r, attrs, rec, received, nil)
+	r = r.WithContext(audit.WithRecord(ctx, q.rec))
+	if isLongRunning(ctx) {
+		a.serveStreaming(w, r, next, q)
+		return
+	}
+	defer a.auditPanic(w, q, nil)
 	buf := &bufferedResponse{header: w.Header()}
-	next.ServeHTTP(buf, r.WithContext(audit.WithRecord(ctx, rec)))
+	next.ServeHTTP(buf, r)
 
-	ev := a.event(r, attrs, rec, received, buf)
-	if err := a.write(ev); err != nil {
-		a.refuse(w, r, ev, err)
+	if err := q.stage(auditv1.StageResponseComplete, buf); err != nil {
+		a.refuse(w, q, err)
 		return
 	}
 	buf.flushTo(w)
 }
 
-// refuse answers 500 in place of a response whose event could not be
-// written: nothing the handler set goes out, not even the Audit-Id, which
-// names no event.
-func (a *Auditor) refuse(w http.ResponseWriter, r *http.Request, ev *auditv1.Event, err error) {
+// refuse answers 500 in place of a request or response whose event could
+// not be written: nothing the handler set goes out, and the Audit-Id only
+// if it names an event that was written (the request's RequestReceived).
+func (a *Auditor) refuse(w http.ResponseWriter, q *auditedRequest, err error) {
 	a.metrics.Rejected()
-	a.logger.ErrorContext(r.Context(), "audit write failed; refusing request", "audit_id", ev.AuditID, "err", err)
+	a.logger.ErrorContext(q.r.Context(), "audit write failed; refusing request", "audit_id", q.id, "err", err)
 	clear(w.Header())
+	if q.written {
+		w.Header().Set(AuditIDHeader, string(q.id))
+	}
 	st := apierrors.NewInternalError(errAuditUnavailable).Status()
 	responses.WriteStatus(w, &st)
 }
 
-// auditPanic, deferred, audits a panic in the handler as the 500 that the
-// recovery filter will answer, as kube-apiserver does, and passes the
-// panic on. The handler's headers are dropped so that they do not go out
-// with that 500. A response that has started (started set) was audited
-// when it started, and is left alone.
-func (a *Auditor) auditPanic(w http.ResponseWriter, r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, started *bool) {
+// auditPanic, deferred, audits a panic in the handler, with stage Panic
+// and the 500 that the recovery filter will answer, as kube-apiserver
+// does, and passes the panic on. Unless the response has started
+// (started set), the handler's headers are dropped so that they do not go
+// out with that 500.
+func (a *Auditor) auditPanic(w http.ResponseWriter, q *auditedRequest, started *bool) {
 	p := recover()
 	if p == nil {
 		return
 	}
+	err := q.stage(auditv1.StagePanic, &bufferedResponse{code: http.StatusInternalServerError})
+	if err != nil {
+		a.logger.ErrorContext(q.r.Context(), "audit write failed", "audit_id", q.id, "err", err)
+	}
 	if started == nil || !*started {
 		clear(w.Header())
-		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: http.StatusInternalServerError})
-		ev.Stage = auditv1.StagePanic
-		if err := a.write(ev); err != nil {
-			a.logger.ErrorContext(r.Context(), "audit write failed", "audit_id", ev.AuditID, "err", err)
-		} else {
-			w.Header().Set(AuditIDHeader, string(ev.AuditID))
+		if q.written {
+			w.Header().Set(AuditIDHeader, string(q.id))
 		}
 	}
 	panic(p)
@@ -150,21 +197,26 @@ func (auditUnavailable) Error() string { return "the audit log cannot be written
 // serveStreaming audits a long-running request (a watch) when its response
 // starts, with stage ResponseStarted: its body is not held, so the event is
 // written before the first byte goes out, and a failure to write it
-// refuses the request.
-func (a *Auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime) {
+// refuses the request. Its ResponseComplete event is written when it ends;
+// by then the response is sent, and a failure is only logged and counted.
+func (a *Auditor) serveStreaming(w http.ResponseWriter, r *http.Request, next http.Handler, q *auditedRequest) {
 	sw := &streamingResponse{ResponseWriter: w, start: func(code int) bool {
-		ev := a.event(r, attrs, rec, received, &bufferedResponse{code: code})
-		ev.Stage = auditv1.StageResponseStarted
-		if err := a.write(ev); err != nil {
-			a.refuse(w, r, ev, err)
+		if err := q.stage(auditv1.StageResponseStarted, &bufferedResponse{code: code}); err != nil {
+			a.refuse(w, q, err)
 			return false
 		}
 		return true
 	}}
-	defer a.auditPanic(w, r, attrs, rec, received, &sw.started)
+	defer a.auditPanic(w, q, &sw.started)
 	next.ServeHTTP(sw, r)
 	if !sw.started {
 		sw.WriteHeader(http.StatusOK)
+	}
+	if sw.refused {
+		return
+	}
+	if err := q.stage(auditv1.StageResponseComplete, &bufferedResponse{code: sw.code}); err != nil {
+		a.logger.ErrorContext(r.Context(), "audit write failed after the response", "audit_id", q.id, "err", err)
 	}
 }
 
@@ -175,20 +227,20 @@ type streamingResponse struct {
 	start   func(code int) bool
 	started bool
 	refused bool
+	code    int // the status sent, once started
 }
 
 func (s *streamingResponse) WriteHeader(code int) {
 	if s.started {
 		return
 	}
-	s.started = true
+	s.started, s.code = true, code
 	if !s.start(code) {
 		s.refused = true
 		return
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
-
 func (s *streamingResponse) Write(p []byte) (int, error) {
 	s.WriteHeader(http.StatusOK)
 	if s.refused {
@@ -209,6 +261,8 @@ func (s *streamingResponse) FlushError() error {
 // Unwrap lets http.ResponseController reach the connection's deadlines.
 func (s *streamingResponse) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// event is the request's event as it stands, of stage ResponseComplete,
+// with the status of resp; without one when resp is nil (RequestReceived).
 func (a *Auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit.Record, received metav1.MicroTime, resp *bufferedResponse) *auditv1.Event {
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
@@ -233,14 +287,17 @@ func (a *Auditor) event(r *http.Request, attrs authorizer.Attributes, rec *audit
 			Subresource: attrs.GetSubresource(),
 		}
 	}
-	status := &metav1.Status{Code: int32(resp.statusCode())}
-	if status.Code >= 400 {
-		// A failure's Status is the client's own error text, safe to keep.
-		if st, ok := decodeStatus(resp); ok {
-			status = &metav1.Status{Status: st.Status, Message: st.Message, Reason: st.Reason, Code: st.Code}
+	if resp != nil {
+		status := &metav1.Status{Code: int32(resp.statusCode())}
+		if status.Code >= 400 {
+			// A failure's Status is the client's own error text, safe to
+			// keep.
+			if st, ok := decodeStatus(resp); ok {
+				status = &metav1.Status{Status: st.Status, Message: st.Message, Reason: st.Reason, Code: st.Code}
+			}
 		}
+		ev.ResponseStatus = status
 	}
-	ev.ResponseStatus = status
 	rec.Fill(ev)
 	return ev
 }

@@ -26,10 +26,12 @@ import (
 // function adapters, authenticator.RequestFunc and
 // authorizer.AuthorizerFunc.
 
-// memSink is an AuditSink in memory. With err set it stores nothing and
-// fails every write, as a full disk would.
+// memSink is an AuditSink in memory. With err set it fails the writes of
+// events of failStage, or every write when failStage is "", and stores
+// nothing of them, as a full disk would.
 type memSink struct {
-	err error
+	err       error
+	failStage auditv1.Stage
 
 	mu     sync.Mutex // guards events
 	events []*auditv1.Event
@@ -38,7 +40,7 @@ type memSink struct {
 var _ AuditSink = (*memSink)(nil)
 
 func (s *memSink) Write(ev *auditv1.Event) error {
-	if s.err != nil {
+	if s.err != nil && (s.failStage == "" || s.failStage == ev.Stage) {
 		return s.err
 	}
 	s.mu.Lock()

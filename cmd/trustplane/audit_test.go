@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,9 +212,11 @@ func TestAuditFlagsRefused(t *testing.T) {
 			cmd.SetErr(&errOut)
 			dir := filepath.Join(t.TempDir(), "data")
 			cmd.SetArgs([]string{command, "--dir", dir, "--audit-log-maxsize", "0", "--audit-log-maxbackup", "-1", "--audit-log-maxage", "-2",
-				"--audit-log-compress=false", "--audit-webhook-config-file", "hook.conf", "--audit-webhook-batch-buffer-size", "0"})
+				"--audit-log-compress=false", "--audit-webhook-config-file", "hook.conf", "--audit-webhook-batch-buffer-size", "0",
+				"--audit-webhook-mode", "sync", "--audit-webhook-batch-throttle-qps", "0"})
 			err := cmd.ExecuteContext(t.Context())
-			for _, want := range []string{"--audit-log-maxsize 0", "--audit-log-maxbackup -1", "--audit-log-maxage -2", "audit webhook buffer size 0"} {
+			for _, want := range []string{"--audit-log-maxsize 0", "--audit-log-maxbackup -1", "--audit-log-maxage -2", "audit webhook buffer size 0",
+				`audit webhook mode "sync"`, "audit webhook throttle of 0 a second"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("err = %v, want one naming %s", err, want)
 				}
@@ -297,5 +300,72 @@ func TestAuditFollowAcrossRotations(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("follow stopped before e%d", i)
 		}
+	}
+}
+
+// A request has an event per stage its policy records: the table names
+// each event's stage, --stage selects one, and --count-by counts each
+// request once (events, when the stage is counted by or selected).
+func TestAuditQueryStages(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "audit.log")
+	ev := func(id, stage, verb string, code int) string {
+		s := `{"auditID":"` + id + `","stage":"` + stage + `","verb":"` + verb + `","user":{"username":"alice"},"objectRef":{"resource":"pods","namespace":"a"}`
+		if stage != "RequestReceived" {
+			s += fmt.Sprintf(`,"responseStatus":{"code":%d},"annotations":{"authorization.k8s.io/decision":"allow"}`, code)
+		}
+		return s + "}"
+	}
+	lines := []string{
+		ev("w", "RequestReceived", "watch", 0),
+		ev("w", "ResponseStarted", "watch", 200),
+		ev("g", "RequestReceived", "get", 0),
+		ev("g", "ResponseComplete", "get", 200),
+		ev("w", "ResponseComplete", "watch", 200),
+		ev("p", "RequestReceived", "watch", 0),
+		ev("p", "ResponseStarted", "watch", 200),
+		ev("p", "Panic", "watch", 500),
+		ev("l", "Panic", "list", 500),
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "by verb and code", args: []string{"--count-by", "verb,code"},
+			want: []string{"COUNT\tVERB\tCODE", "2\twatch\t200", "1\tget\t200", "1\tlist\t500"}},
+		{name: "by stage", args: []string{"--count-by", "stage"},
+			want: []string{"COUNT\tSTAGE", "3\tRequestReceived", "2\tPanic", "2\tResponseComplete", "2\tResponseStarted"}},
+		{name: "of one stage", args: []string{"--count-by", "verb", "--stage", "ResponseComplete"},
+			want: []string{"COUNT\tVERB", "1\tget", "1\twatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := auditRun(t, append([]string{"query", log}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
+			}
+			if got := strings.Split(strings.TrimSpace(stdout), "\n"); !slices.Equal(got, tc.want) {
+				t.Errorf("stdout:\n%s\nwant:\n%s", stdout, strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+	stdout, stderr, code := auditRun(t, "query", log, "--stage", "RequestReceived")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(rows) != 4 || !strings.Contains(rows[0], "STAGE") {
+		t.Fatalf("--stage RequestReceived: want a header and 3 rows:\n%s", stdout)
+	}
+	for _, row := range rows[1:] {
+		// No response yet: no code, no decision.
+		if f := strings.Fields(row); f[1] != "RequestReceived" || f[7] != "-" || f[8] != "-" {
+			t.Errorf("row %q: want stage RequestReceived, code and decision -", row)
+		}
+	}
+	if _, _, code := auditRun(t, "query", log, "--stage", "Started"); code != 2 {
+		t.Errorf("--stage Started: exit %d, want 2", code)
 	}
 }

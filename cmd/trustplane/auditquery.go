@@ -39,6 +39,7 @@ type auditQueryFlags struct {
 var countByFields = map[string]func(*audit.Event) string{
 	"user":        func(e *audit.Event) string { return e.User.Username },
 	"verb":        func(e *audit.Event) string { return e.Verb },
+	"stage":       func(e *audit.Event) string { return e.Stage },
 	"resource":    (*audit.Event).Resource,
 	"subresource": (*audit.Event).Subresource,
 	"namespace":   (*audit.Event).Namespace,
@@ -54,6 +55,9 @@ var countByFields = map[string]func(*audit.Event) string{
 	},
 }
 
+// auditStages are the stages of audit.k8s.io/v1 events, in order.
+var auditStages = []string{"RequestReceived", "ResponseStarted", "ResponseComplete", "Panic"}
+
 func newAuditQueryCommand() *cobra.Command {
 	f := auditQueryFlags{dir: datadir.DefaultDir, output: "table", pollEvery: 250 * time.Millisecond, now: time.Now}
 	cmd := &cobra.Command{
@@ -65,8 +69,13 @@ audit.log; without arguments, the data directory's), gzipped ones too, one
 line at a time: memory does not grow with the log.
 
 Output: -o table (default), jsonl (each event's line as written, hash
-included), json (an audit.k8s.io/v1 EventList). --count-by counts the
-matching events by fields instead: ` + strings.Join(slices.Sorted(maps.Keys(countByFields)), ", ") + `.
+included), json (an audit.k8s.io/v1 EventList). A request has an event
+for each stage its policy records (--stage selects one): RequestReceived,
+ResponseStarted (a watch), ResponseComplete, Panic.
+
+--count-by counts the matching requests by fields instead: ` + strings.Join(slices.Sorted(maps.Keys(countByFields)), ", ") + `.
+Each request counts once, by its first event past RequestReceived; with
+--stage, or counted by stage, each event counts.
 
 Exit status: 0, also when nothing matches; 2 for bad flags or a log
 that cannot be read.`,
@@ -88,6 +97,7 @@ that cannot be read.`,
 	fl.StringVar(&f.filter.Subresource, "subresource", "", "the subresource: status, token, ...")
 	fl.StringVarP(&f.filter.Namespace, "namespace", "n", "", "the namespace")
 	fl.StringVar(&f.filter.Name, "name", "", "the object's name")
+	fl.StringVar(&f.filter.Stage, "stage", "", "the event's stage: RequestReceived, ResponseStarted, ResponseComplete or Panic")
 	fl.StringVar(&f.filter.Decision, "decision", "", "the authorization decision: allow or forbid")
 	fl.IntVar(&f.code, "code", 0, "the response code")
 	fl.StringVar(&f.filter.SourceIP, "source-ip", "", "a source IP of the request")
@@ -97,7 +107,7 @@ that cannot be read.`,
 	fl.StringVar(&f.from, "from", "", "only events received at or after this time (RFC 3339)")
 	fl.StringVar(&f.to, "to", "", "only events received before this time (RFC 3339)")
 	fl.StringVarP(&f.output, "output", "o", f.output, "output: table, json, jsonl")
-	fl.StringSliceVar(&f.countBy, "count-by", nil, "count matching events by these fields, comma-separated")
+	fl.StringSliceVar(&f.countBy, "count-by", nil, "count matching requests by these fields, comma-separated")
 	fl.BoolVarP(&f.follow, "follow", "f", false, "after the end of the log, print new events as they are written")
 	return cmd
 }
@@ -106,6 +116,9 @@ func (f *auditQueryFlags) validate() error {
 	var errs []error
 	if !slices.Contains([]string{"table", "json", "jsonl"}, f.output) {
 		errs = append(errs, fmt.Errorf("-o %q: want table, json or jsonl", f.output))
+	}
+	if st := f.filter.Stage; st != "" && !slices.Contains(auditStages, st) {
+		errs = append(errs, fmt.Errorf("--stage %q: want one of %s", st, strings.Join(auditStages, ", ")))
 	}
 	if d := f.filter.Decision; d != "" && d != "allow" && d != "forbid" {
 		errs = append(errs, fmt.Errorf("--decision %q: want allow or forbid", d))
@@ -335,7 +348,7 @@ func newEventPrinter(w *bufio.Writer, format string) *eventPrinter {
 
 // The table's columns, of fixed widths, so that nothing is held back to
 // measure them.
-const tableHeader = "%-24s %-28s %-8s %-26s %-16s %-24s %4s %-8s %s\n"
+const tableHeader = "%-24s %-16s %-28s %-8s %-26s %-16s %-24s %4s %-8s %s\n"
 
 func (p *eventPrinter) print(line []byte, e *audit.Event) error {
 	defer func() { p.n++ }()
@@ -353,7 +366,7 @@ func (p *eventPrinter) print(line []byte, e *audit.Event) error {
 		return err
 	}
 	if p.n == 0 {
-		fmt.Fprintf(p.w, tableHeader, "TIME", "USER", "VERB", "RESOURCE", "NAMESPACE", "NAME", "CODE", "DECISION", "SOURCE")
+		fmt.Fprintf(p.w, tableHeader, "TIME", "STAGE", "USER", "VERB", "RESOURCE", "NAMESPACE", "NAME", "CODE", "DECISION", "SOURCE")
 	}
 	resource := e.Resource()
 	if s := e.Subresource(); s != "" {
@@ -370,8 +383,12 @@ func (p *eventPrinter) print(line []byte, e *audit.Event) error {
 	if len(e.SourceIPs) > 0 {
 		source = e.SourceIPs[0]
 	}
-	_, err := fmt.Fprintf(p.w, tableHeader, e.RequestReceivedTimestamp.UTC().Format(time.RFC3339Nano), user, e.Verb, resource,
-		orDash(e.Namespace()), orDash(e.Name()), strconv.Itoa(int(e.Code())), orDash(e.Annotations[audit.DecisionAnnotation]), source)
+	code := "-"
+	if e.ResponseStatus != nil {
+		code = strconv.Itoa(int(e.Code()))
+	}
+	_, err := fmt.Fprintf(p.w, tableHeader, e.RequestReceivedTimestamp.UTC().Format(time.RFC3339Nano), e.Stage, user, e.Verb, resource,
+		orDash(e.Namespace()), orDash(e.Name()), code, orDash(e.Annotations[audit.DecisionAnnotation]), source)
 	return err
 }
 
@@ -398,12 +415,20 @@ func (p *eventPrinter) end() error {
 	return nil
 }
 
-// countEvents prints how many matching events there are of each
-// combination of the count-by fields, the most frequent first. Memory
-// grows with the number of combinations, not of events.
+// countEvents prints how many matching requests there are of each
+// combination of the count-by fields, the most frequent first: each
+// request once, by the event that audit.Requests picks, unless events of
+// one stage are selected or the stage is counted by, where each event
+// counts. Memory grows with the number of combinations, and the watches
+// open at the log's end, not with the number of events.
 func countEvents(w io.Writer, files []string, f *auditQueryFlags) error {
 	counts := map[string]int{}
+	perEvent := f.filter.Stage != "" || slices.Contains(f.countBy, "stage")
+	var requests audit.Requests
 	err := audit.Query(files, &f.filter, func(_ []byte, e *audit.Event) error {
+		if !perEvent && !requests.Pick(e) {
+			return nil
+		}
 		key := make([]string, len(f.countBy))
 		for i, c := range f.countBy {
 			key[i] = orDash(countByFields[c](e))

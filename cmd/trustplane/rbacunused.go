@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
@@ -186,27 +185,16 @@ func sinceText(since time.Duration) string {
 // the subjects they show, sorted by name (only the one named only, unless
 // only is ""), and how many events were read.
 //
-// A request counts once, whatever stages its policy logs: RequestReceived
-// is skipped (it comes before the authorizer's decision), and the
-// ResponseComplete of a request whose ResponseStarted was counted (a
-// watch) is skipped too. Only the audit IDs of such requests still open
-// are kept.
+// A request counts once, whatever stages its policy logs, by its event
+// that audit.Requests picks.
 func readSubjects(files []string, filter *audit.Filter, only string) ([]*seenSubject, int, error) {
 	byName := map[string]*seenSubject{}
-	started := map[string]bool{}
+	var requests audit.Requests
 	events := 0
 	err := audit.Query(files, filter, func(_ []byte, e *audit.Event) error {
 		events++
-		switch e.Stage {
-		case string(auditv1.StageRequestReceived):
+		if !requests.Pick(e) {
 			return nil
-		case string(auditv1.StageResponseStarted):
-			started[e.AuditID] = true
-		case string(auditv1.StageResponseComplete), string(auditv1.StagePanic):
-			if started[e.AuditID] {
-				delete(started, e.AuditID)
-				return nil
-			}
 		}
 		name, groups := e.User.Username, e.User.Groups
 		if e.ImpersonatedUser != nil {
