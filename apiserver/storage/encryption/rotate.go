@@ -65,9 +65,11 @@ type journal struct {
 }
 
 // Rewriter writes an object back through the API as it is, so that the
-// API server stores it under its write key. An object gone is no error.
+// API server stores it under its write key, if it is still at revision
+// rev (its resourceVersion); if it is not, the error is ErrChanged. An
+// object gone is no error.
 type Rewriter interface {
-	Rewrite(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	Rewrite(ctx context.Context, gr schema.GroupResource, namespace, name string, rev int64) error
 }
 
 // Rotation replaces the AES-GCM write key of every rule whose first
@@ -276,6 +278,7 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 			return fmt.Errorf("rotation journal %s: resource %s is not one it rotates", JournalKey, j.Resource)
 		}
 	}
+	began := time.Now()
 	for _, res := range j.Resources[start:] {
 		gr := schema.ParseGroupResource(res)
 		after := ""
@@ -291,11 +294,7 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 					continue
 				}
 				n++
-				namespace, name, namespaced := strings.Cut(o.Name, "/")
-				if !namespaced {
-					namespace, name = "", o.Name
-				}
-				g.Go(func() error { return r.Rewriter.Rewrite(gctx, gr, namespace, name) })
+				g.Go(func() error { return r.rewriteOne(gctx, o, newKey) })
 			}
 			if err := g.Wait(); err != nil {
 				return err
@@ -306,14 +305,70 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 				return err
 			}
 			done += n
-			r.say("%s: rewrote %d objects; %d of %d done (%d%%)", res, n, done, len(left), 100*done/max(len(left), 1))
+			r.say("%s: rewrote %d objects %s %d of %d (%d%%), %.0f objects/s", res, n, progressBar(done, len(left)), done, len(left), 100*done/max(len(left), 1), rate(done, time.Since(began)))
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
+	elapsed := time.Since(began)
+	r.say("rewrote %d objects in %s: %.0f objects/s", done, elapsed.Round(time.Millisecond), rate(done, elapsed))
 	return nil
+}
+
+// rewriteOne rewrites o, held to the revision the scan read it at. When
+// it changed since, its value is read again from etcd: gone, or written
+// under the new key by the write that changed it, it is done; else it is
+// rewritten at its new revision, at most MaxConflicts times.
+func (r *Rotation) rewriteOne(ctx context.Context, o Object, newKey Key) error {
+	namespace, name, namespaced := strings.Cut(o.Name, "/")
+	if !namespaced {
+		namespace, name = "", o.Name
+	}
+	key := storage.Key(o.Resource, namespace, name)
+	rev := o.Rev
+	for conflicts := 0; ; conflicts++ {
+		err := r.Rewriter.Rewrite(ctx, o.Resource, namespace, name, rev)
+		if !errors.Is(err, ErrChanged) {
+			return err
+		}
+		if conflicts >= MaxConflicts {
+			return fmt.Errorf("rewrite %s %s: it changed %d times while being rewritten", o.Resource, o.Name, conflicts+1)
+		}
+		getCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := r.Etcd.Get(getCtx, key)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("rewrite %s %s: read it again: %w", o.Resource, o.Name, err)
+		}
+		if len(resp.Kvs) == 0 || KeyOf(resp.Kvs[0].Value) == newKey {
+			return nil
+		}
+		rev = resp.Kvs[0].ModRevision
+	}
+}
+
+// MaxConflicts bounds the times one object is found changed while being
+// rewritten.
+const MaxConflicts = 20
+
+// progressBar is a bar of 20 cells, done of total filled.
+func progressBar(done, total int) string {
+	const cells = 20
+	filled := cells
+	if total > 0 {
+		filled = min(cells, cells*done/total)
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", cells-filled) + "]"
+}
+
+// rate is n per second over d.
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
 }
 
 // verify scans the rotated resources: with every object under the new

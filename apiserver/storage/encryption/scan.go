@@ -43,11 +43,13 @@ type Scanner struct {
 }
 
 // Object is one stored object: its resource, its namespace/name (name
-// alone when cluster-scoped), and the key its value is under.
+// alone when cluster-scoped), the key its value is under, and its etcd
+// ModRevision, which is its resourceVersion.
 type Object struct {
 	Resource schema.GroupResource
 	Name     string
 	Under    Key
+	Rev      int64
 }
 
 // Scan calls fn with each object of the resources, at the revision of its
@@ -119,7 +121,7 @@ func (s Scanner) Pages(ctx context.Context, gr schema.GroupResource, after strin
 		}
 		page := make([]Object, len(resp.Kvs))
 		for i, kv := range resp.Kvs {
-			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value)}
+			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value), Rev: kv.ModRevision}
 		}
 		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
 		if err := fn(page, last); err != nil {

@@ -1,0 +1,171 @@
+package encryption
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/trustplane/trustplane/apiserver/storage"
+	"github.com/trustplane/trustplane/etcd/etcdtest"
+)
+
+// etcdRewriter does in etcd what the API server does for a rewrite: it
+// writes the value again under the write key, held to the revision, or
+// refuses with ErrChanged. before, if set, runs first: a concurrent
+// writer.
+type etcdRewriter struct {
+	cli      *clientv3.Client
+	writeKey string
+	calls    atomic.Int32
+	before   func(key string)
+}
+
+var _ Rewriter = (*etcdRewriter)(nil)
+
+func (e *etcdRewriter) Rewrite(ctx context.Context, gr schema.GroupResource, namespace, name string, rev int64) error {
+	e.calls.Add(1)
+	key := storage.Key(gr, namespace, name)
+	if e.before != nil {
+		e.before(key)
+	}
+	resp, err := e.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, "k8s:enc:aesgcm:v1:"+e.writeKey+":sealed")).
+		Else(clientv3.OpGet(key)).Commit()
+	switch {
+	case err != nil:
+		return err
+	case resp.Succeeded:
+		return nil
+	case len(resp.Responses[0].GetResponseRange().Kvs) == 0:
+		return nil // gone
+	}
+	return ErrChanged
+}
+
+// TestRewriteOneHoldsToTheRevision: an object that changed since the scan
+// is read again, and rewritten at its new revision only if the write that
+// changed it did not use the new key; a deleted one is done; one that
+// never stops changing is an error that names it, not a loop.
+func TestRewriteOneHoldsToTheRevision(t *testing.T) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	ctx := t.Context()
+	newKey := Key{Provider: AESGCM, Name: "key2"}
+	put := func(name, value string) Object {
+		t.Helper()
+		key := storage.Key(secrets, "ns", name)
+		resp, err := cli.Put(ctx, key, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Object{Resource: secrets, Name: "ns/" + name, Under: KeyOf([]byte(value)), Rev: resp.Header.Revision}
+	}
+	under := func(name string) Key {
+		t.Helper()
+		resp, err := cli.Get(ctx, storage.Key(secrets, "ns", name))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("get %s: %v %v", name, resp, err)
+		}
+		return KeyOf(resp.Kvs[0].Value)
+	}
+	old := "k8s:enc:aesgcm:v1:key1:sealed"
+
+	tests := []struct {
+		name string
+		// before runs before each rewrite the fake server makes.
+		before    func(t *testing.T, key string, call int32)
+		wantCalls int32
+		wantErr   string
+		gone      bool
+	}{
+		{name: "unchanged", wantCalls: 1},
+		{name: "changed under the old key", wantCalls: 2, before: func(t *testing.T, key string, call int32) {
+			if call == 1 {
+				if _, err := cli.Put(ctx, key, old); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+		{name: "changed under the new key", wantCalls: 1, before: func(t *testing.T, key string, call int32) {
+			if _, err := cli.Put(ctx, key, "k8s:enc:aesgcm:v1:key2:by-a-writer"); err != nil {
+				t.Error(err)
+			}
+		}},
+		{name: "deleted", wantCalls: 1, gone: true, before: func(t *testing.T, key string, call int32) {
+			if _, err := cli.Delete(ctx, key); err != nil {
+				t.Error(err)
+			}
+		}},
+		{name: "never stops changing", wantCalls: MaxConflicts + 1, wantErr: "changed 21 times", before: func(t *testing.T, key string, call int32) {
+			if _, err := cli.Put(ctx, key, old); err != nil {
+				t.Error(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tt.name, " ", "-")
+			o := put(name, old)
+			fake := &etcdRewriter{cli: cli, writeKey: "key2"}
+			if tt.before != nil {
+				fake.before = func(key string) { tt.before(t, key, fake.calls.Load()) }
+			}
+			r := &Rotation{Etcd: cli, Rewriter: fake}
+			err := r.rewriteOne(ctx, o, newKey)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("rewriteOne: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), o.Name)):
+				t.Fatalf("rewriteOne = %v, want an error naming %s with %q", err, o.Name, tt.wantErr)
+			}
+			if got := fake.calls.Load(); got != tt.wantCalls {
+				t.Errorf("rewrites sent: %d, want %d", got, tt.wantCalls)
+			}
+			if tt.gone || tt.wantErr != "" {
+				return
+			}
+			if got := under(name); got != newKey {
+				t.Errorf("after the rewrite, under %v, want %v", got, newKey)
+			}
+		})
+	}
+}
+
+// TestRewriteOneFailsOnOtherErrors: an error of the API other than a
+// conflict stops the rewrite of the object, as it is.
+func TestRewriteOneFailsOnOtherErrors(t *testing.T) {
+	refused := errors.New("rewrite secrets ns/x: forbidden")
+	r := &Rotation{Rewriter: rewriterFunc(func() error { return refused })}
+	if err := r.rewriteOne(t.Context(), Object{Resource: secrets, Name: "ns/x", Rev: 5}, Key{Provider: AESGCM, Name: "key2"}); !errors.Is(err, refused) {
+		t.Errorf("rewriteOne = %v, want %v", err, refused)
+	}
+}
+
+type rewriterFunc func() error
+
+func (f rewriterFunc) Rewrite(context.Context, schema.GroupResource, string, string, int64) error {
+	return f()
+}
+
+func TestProgressBar(t *testing.T) {
+	for _, tt := range []struct {
+		done, total int
+		want        string
+	}{
+		{0, 10, "[--------------------]"},
+		{5, 10, "[##########----------]"},
+		{10, 10, "[####################]"},
+		{0, 0, "[####################]"},
+		{12, 10, "[####################]"},
+	} {
+		if got := progressBar(tt.done, tt.total); got != tt.want {
+			t.Errorf("progressBar(%d, %d) = %s, want %s", tt.done, tt.total, got, tt.want)
+		}
+	}
+}
