@@ -210,7 +210,9 @@ func TestEncryptionReloadAndStatus(t *testing.T) {
 // reads them again after a restart. Then kms-plugin rotate-key, while it
 // runs: the plugin reloads its key file, the API server learns the new
 // key id from its Status and seals new Secrets under it, the old ones
-// stay readable, and status counts the Secrets of each key id.
+// stay readable, and status counts the Secrets of each key id; rotate
+// rewrites them all under the new key id, after which the old key leaves
+// the file and every Secret still reads after a restart.
 func TestEncryptionKMS(t *testing.T) {
 	c := e2etest.StartCluster(t, "--controllers=false", "--scheduler=false", "--encryption", "kms")
 	cs, _ := clientFor(t, c.AdminConf())
@@ -293,12 +295,42 @@ func TestEncryptionKMS(t *testing.T) {
 	if !strings.Contains(c.Output(), "KMS key file reloaded") {
 		t.Errorf("the plugin did not log its reload:\n%s", c.Output())
 	}
-	key, err := os.ReadFile(datadir.Layout{Dir: c.Dir}.KMSKey())
+
+	// rotate rewrites every Secret under the new key id; then the old
+	// key can leave the file, and every Secret reads after a restart,
+	// without the old data key in any cache.
+	rotated, errOut, err := e2etest.Run(t, "secrets-encrypt", "rotate", "--dir", c.Dir)
+	if err != nil || !strings.Contains(string(rotated), "rotating to kms key trustplane (key id "+newID+")") || !strings.Contains(string(rotated), "rotated: ") {
+		t.Fatalf("rotate of a KMS cluster: %v\n%s%s", err, rotated, errOut)
+	}
+	if ids := byKeyID(); len(ids) != 1 || ids[newID] == 0 {
+		t.Errorf("status after rotate counts %v; want every Secret under %s", ids, newID)
+	}
+	keys, err := os.ReadFile(datadir.Layout{Dir: c.Dir}.KMSKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range strings.Fields(string(key)) {
-		if strings.Contains(c.Output(), k) || strings.Contains(string(out), k) {
+	for id := range first {
+		if out, errOut, err := e2etest.Run(t, "kms-plugin", "remove-key", "--dir", c.Dir, "--key-id", id); err != nil {
+			t.Fatalf("remove-key %s: %v\n%s%s", id, err, out, errOut)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.Start(t)
+	cs, _ = clientFor(t, c.AdminConf())
+	list, err := cs.CoreV1().Secrets("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("the Secrets after the old key left: %v", err)
+	}
+	for _, s := range list.Items {
+		if string(s.Data["password"]) != value {
+			t.Errorf("secret %s after the old key left holds %q", s.Name, s.Data["password"])
+		}
+	}
+	for _, k := range strings.Fields(string(keys)) {
+		if strings.Contains(c.Output(), k) || strings.Contains(string(out), k) || strings.Contains(string(rotated), k) {
 			t.Errorf("the server's log or rotate-key's output holds a KMS key")
 		}
 	}

@@ -39,7 +39,7 @@ func newSecretsEncryptRotateCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "rotate",
-		Short: "Replace the AES-GCM write key: add, wait, promote, wait, rewrite every object, verify, remove the old key",
+		Short: "Replace the AES-GCM write key (add, wait, promote, wait, rewrite every object, verify, remove the old key), or rewrite under a KMS plugin's new key",
 		Long: `Rotate the AES-GCM key of every rule of DIR/encryption-config.yaml whose
 first provider is aesgcm, in the steps kube's documentation lists:
 
@@ -57,6 +57,14 @@ first provider is aesgcm, in the steps kube's documentation lists:
     --workers bounds the requests in flight and --qps their rate;
  5. scan etcd: nothing may be left under another key;
  6. remove the old keys, and wait until every server runs that file.
+
+With no rule whose first provider is aesgcm, it rotates the rules whose
+first provider is KMS v2 (one plugin's) to the key id the plugin's Status
+reports now, after "trustplane kms-plugin rotate-key": it waits until the
+API server writes under that key id (it asks the plugin every minute; up
+to --wait-timeout), rewrites every object not under it as in step 4, and
+scans as in step 5. The plugin's old keys are then its own to remove
+(trustplane kms-plugin remove-key).
 
 The command must run where the API servers read the file from. A journal
 in etcd (/registry/trustplane.io/encryption-rotation) records each step and

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -43,11 +44,19 @@ const (
 	// phaseRemoving: the old keys leave the file; once every server has
 	// loaded it, the journal is deleted.
 	phaseRemoving = "removing"
+	// phaseKeyID, of a KMS rotation only, instead of the first three:
+	// the plugin has a new key id, which the API servers take from its
+	// Status within a minute; objects are rewritten once one is written
+	// under it.
+	phaseKeyID = "key-id"
 )
 
 type journal struct {
 	Phase  string `json:"phase"`
 	NewKey string `json:"newKey"`
+	// KMS, for a rotation to a KMS v2 plugin's new key, is the
+	// provider's name; NewKey is then the plugin's key id.
+	KMS string `json:"kms,omitempty"`
 	// Rules are the indexes, in the file, of the rules rotated.
 	Rules []int `json:"rules"`
 	// Resources are the resources of those rules, rewritten in order;
@@ -64,6 +73,14 @@ type journal struct {
 	rev int64 // the journal's etcd ModRevision
 }
 
+// newKey is the key the rotation leaves every object under.
+func (j *journal) newKey() Key {
+	if j.KMS != "" {
+		return Key{Provider: KMS, Name: j.KMS, KeyID: j.NewKey}
+	}
+	return Key{Provider: AESGCM, Name: j.NewKey}
+}
+
 // Rewriter writes an object back through the API as it is, so that the
 // API server stores it under its write key, if it is still at revision
 // rev (its resourceVersion); if it is not, the error is ErrChanged. An
@@ -77,6 +94,13 @@ type Rewriter interface {
 // added as read-only, loaded by every API server; made the write key,
 // loaded by every server; every object rewritten through the API; a scan
 // that finds none left under another key; the old keys removed.
+//
+// With no such rule, it rewrites the objects of the rules whose first
+// provider is KMS v2 under the plugin's key id of the time, which the
+// plugin's Status reports (after a rotation of the plugin's own key):
+// once an object written again is under it, every object is, and a scan
+// finds none left under another key id. The plugin's old keys are the
+// plugin's to remove.
 type Rotation struct {
 	ConfigPath string
 	// Etcd is a client with the API server's etcd identity: it reads the
@@ -93,6 +117,9 @@ type Rotation struct {
 	WaitTimeout time.Duration
 	// Progress is told each step, a line each.
 	Progress io.Writer
+	// KeyID asks the KMS v2 plugin at endpoint its key id (Status); nil
+	// is a gRPC client of the k8s.io/kms API.
+	KeyID func(ctx context.Context, endpoint string) (string, error)
 }
 
 // MaxPasses bounds the rewrites that verify sends back: objects that
@@ -110,9 +137,9 @@ func (r *Rotation) Run(ctx context.Context) error {
 		if j, err = r.begin(ctx); err != nil {
 			return err
 		}
-		r.say("rotating to aesgcm key %s (resources: %s)", j.NewKey, strings.Join(j.Resources, ", "))
+		r.say("rotating to %s (resources: %s)", j.newKey(), strings.Join(j.Resources, ", "))
 	} else {
-		r.say("continuing the rotation to aesgcm key %s at %s", j.NewKey, j.Phase)
+		r.say("continuing the rotation to %s at %s", j.newKey(), j.Phase)
 	}
 	for {
 		var next string
@@ -129,6 +156,11 @@ func (r *Rotation) Run(ctx context.Context) error {
 				j.Resource, j.After = "", ""
 				next = phaseRewriting
 			}
+		case phaseKeyID:
+			if err = r.waitKeyID(ctx, j); err == nil {
+				j.Resource, j.After = "", ""
+				next = phaseRewriting
+			}
 		case phaseRewriting:
 			if err = r.rewrite(ctx, j); err == nil {
 				next = phaseVerifying
@@ -136,7 +168,12 @@ func (r *Rotation) Run(ctx context.Context) error {
 		case phaseVerifying:
 			next, err = r.verify(ctx, j)
 		case phaseRemoving:
-			if err = r.finish(ctx, j); err == nil {
+			if j.KMS != "" {
+				if err = r.deleteJournal(ctx, j); err == nil {
+					r.say("rotated: %d objects rewritten; every object of the rotated rules is under %s; the plugin's other keys may go (trustplane kms-plugin remove-key)", j.Rewritten, j.newKey())
+					return nil
+				}
+			} else if err = r.finish(ctx, j); err == nil {
 				r.say("rotated: %d objects rewritten; aesgcm key %s is the only key of the rotated rules", j.Rewritten, j.NewKey)
 				return nil
 			}
@@ -165,21 +202,22 @@ func (r *Rotation) begin(ctx context.Context) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := f.aesgcmRules()
-	if len(rules) == 0 {
-		return nil, fmt.Errorf("encryption config %s: no rule writes with aesgcm; nothing to rotate", r.ConfigPath)
+	j := &journal{Phase: phaseAdding, NewKey: f.nextKeyName(), Rules: f.aesgcmRules()}
+	if len(j.Rules) == 0 {
+		if j, err = r.beginKMS(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := ReadConfig(r.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
 	patterns := map[string]bool{}
-	for _, i := range rules {
+	for _, i := range j.Rules {
 		for _, res := range f.cfg.Resources[i].Resources {
 			patterns[res] = true
 		}
 	}
-	j := &journal{Phase: phaseAdding, NewKey: f.nextKeyName(), Rules: rules}
 	for _, gr := range r.Stored {
 		if rule, ok := cfg.RuleFor(gr); ok && patterns[rule.Pattern] {
 			j.Resources = append(j.Resources, gr.String())
@@ -190,6 +228,98 @@ func (r *Rotation) begin(ctx context.Context) (*journal, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// beginKMS plans the rotation of the rules whose first provider is KMS
+// v2, all of one plugin, to the key id its Status reports now.
+func (r *Rotation) beginKMS(ctx context.Context, f *configFile) (*journal, error) {
+	j := &journal{Phase: phaseKeyID}
+	endpoint := ""
+	for i, rc := range f.cfg.Resources {
+		if len(rc.Providers) == 0 || rc.Providers[0].KMS == nil || rc.Providers[0].KMS.APIVersion != "v2" {
+			continue
+		}
+		p := rc.Providers[0].KMS
+		if j.KMS != "" && (p.Name != j.KMS || p.Endpoint != endpoint) {
+			return nil, fmt.Errorf("encryption config %s: rules write with KMS v2 providers %s and %s; rotate rotates one plugin's", r.ConfigPath, j.KMS, p.Name)
+		}
+		j.KMS, endpoint = p.Name, p.Endpoint
+		j.Rules = append(j.Rules, i)
+	}
+	if len(j.Rules) == 0 {
+		return nil, fmt.Errorf("encryption config %s: no rule writes with aesgcm or KMS v2; nothing to rotate", r.ConfigPath)
+	}
+	keyID := r.KeyID
+	if keyID == nil {
+		keyID = pluginKeyID
+	}
+	id, err := keyID(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("KMS v2 provider %s: its key id: %w", j.KMS, err)
+	}
+	j.NewKey = id
+	return j, nil
+}
+
+// pluginKeyID asks the KMS v2 plugin at endpoint its Status, as the API
+// server does.
+func pluginKeyID(ctx context.Context, endpoint string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	svc, err := kmsv2.NewGRPCService(ctx, endpoint, "rotate", 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	st, err := svc.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	if st.Healthz != "ok" || st.KeyID == "" {
+		return "", fmt.Errorf("the plugin is not healthy: %q", st.Healthz)
+	}
+	return st.KeyID, nil
+}
+
+// waitKeyID waits until the API server writes under the plugin's new key
+// id: it rewrites an object not under it, and looks at what it wrote,
+// every 5 seconds for at most WaitTimeout. Nothing left to rewrite is
+// done.
+func (r *Rotation) waitKeyID(ctx context.Context, j *journal) error {
+	newKey := j.newKey()
+	r.say("waiting for the API servers to write under %s (they ask the plugin's Status every minute)", newKey)
+	deadline := time.Now().Add(r.WaitTimeout)
+	for {
+		_, left, err := r.notUnder(ctx, j)
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		o := left[0]
+		if err := r.rewriteOne(ctx, o, newKey); err != nil {
+			return err
+		}
+		namespace, name, ok := strings.Cut(o.Name, "/")
+		if !ok {
+			namespace, name = "", o.Name
+		}
+		getCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := r.Etcd.Get(getCtx, storage.Key(o.Resource, namespace, name))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read %s %s again: %w", o.Resource, o.Name, err)
+		}
+		if len(resp.Kvs) == 1 && KeyOf(resp.Kvs[0].Value) == newKey {
+			r.say("the API server writes under %s", newKey)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API server still writes under another key than %s after %s: does it run the plugin's new key? (it asks every minute)", newKey, r.WaitTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // editFile applies edit to each rotated rule, writes the file if that
@@ -263,7 +393,7 @@ func (r *Rotation) waitLoaded(ctx context.Context) error {
 // resources that is not under the new key, a page at a time, recording
 // after each page where it is.
 func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
-	newKey := Key{Provider: AESGCM, Name: j.NewKey}
+	newKey := j.newKey()
 	workers := max(r.Workers, 1)
 	// For the progress: what is left when this run starts.
 	_, left, err := r.notUnder(ctx, j)
@@ -384,14 +514,14 @@ func (r *Rotation) verify(ctx context.Context, j *journal) (string, error) {
 		left[i] = fmt.Sprintf("%s %s (%s)", o.Resource, o.Name, o.Under)
 	}
 	if len(left) == 0 {
-		r.say("verified: every object of %s is under aesgcm key %s at etcd revision %d", strings.Join(j.Resources, ", "), j.NewKey, rev)
+		r.say("verified: every object of %s is under %s at etcd revision %d", strings.Join(j.Resources, ", "), j.newKey(), rev)
 		return phaseRemoving, nil
 	}
 	j.Passes++
 	if j.Passes >= MaxPasses {
-		return "", fmt.Errorf("after %d passes, %d objects are still not under aesgcm key %s, the old keys stay: %s", j.Passes, len(left), j.NewKey, strings.Join(left[:min(len(left), 10)], "; "))
+		return "", fmt.Errorf("after %d passes, %d objects are still not under %s, the old keys stay: %s", j.Passes, len(left), j.newKey(), strings.Join(left[:min(len(left), 10)], "; "))
 	}
-	r.say("%d objects are still not under key %s; rewriting again", len(left), j.NewKey)
+	r.say("%d objects are still not under %s; rewriting again", len(left), j.newKey())
 	j.Resource, j.After = "", ""
 	return phaseRewriting, nil
 }
@@ -445,7 +575,7 @@ func (r *Rotation) forgetWear(ctx context.Context) error {
 // notUnder are the objects of the rotated resources not under the new
 // key, at the etcd revision it returns.
 func (r *Rotation) notUnder(ctx context.Context, j *journal) (int64, []Object, error) {
-	newKey := Key{Provider: AESGCM, Name: j.NewKey}
+	newKey := j.newKey()
 	var grs []schema.GroupResource
 	for _, res := range j.Resources {
 		grs = append(grs, schema.ParseGroupResource(res))

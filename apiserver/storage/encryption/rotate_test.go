@@ -3,6 +3,9 @@ package encryption
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -167,5 +170,50 @@ func TestProgressBar(t *testing.T) {
 		if got := progressBar(tt.done, tt.total); got != tt.want {
 			t.Errorf("progressBar(%d, %d) = %s, want %s", tt.done, tt.total, got, tt.want)
 		}
+	}
+}
+
+// TestBeginKMS: with no rule that writes with aesgcm, a rotation is to
+// the KMS v2 plugin's key id of the time, of one plugin only; with
+// neither, there is nothing to rotate.
+func TestBeginKMS(t *testing.T) {
+	const kmsRule = "- resources: [%s]\n  providers:\n  - kms:\n      apiVersion: v2\n      name: %s\n      endpoint: unix:///tmp/%s.sock\n  - identity: {}\n"
+	head := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
+	asked := ""
+	keyID := func(_ context.Context, endpoint string) (string, error) {
+		asked = endpoint
+		return "plugin-key-7", nil
+	}
+	for _, tt := range []struct {
+		name, config, want string
+	}{
+		{"one plugin", head + fmt.Sprintf(kmsRule, "secrets", "p1", "p1") + fmt.Sprintf(kmsRule, "configmaps", "p1", "p1"), ""},
+		{"two plugins", head + fmt.Sprintf(kmsRule, "secrets", "p1", "p1") + fmt.Sprintf(kmsRule, "configmaps", "p2", "p2"), "one plugin's"},
+		{"nothing to rotate", head + "- resources: [secrets]\n  providers:\n  - identity: {}\n", "nothing to rotate"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "encryption-config.yaml")
+			if err := os.WriteFile(path, []byte(tt.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := readConfigFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Rotation{ConfigPath: path, KeyID: keyID}
+			j, err := r.beginKMS(t.Context(), f)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("beginKMS = %v, want an error with %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (Key{Provider: KMS, Name: "p1", KeyID: "plugin-key-7"}); j.newKey() != want || j.Phase != phaseKeyID || len(j.Rules) != 2 || asked != "unix:///tmp/p1.sock" {
+				t.Errorf("beginKMS = %+v (asked %s), want a rotation of both rules to %v", j, asked, want)
+			}
+		})
 	}
 }
