@@ -289,11 +289,10 @@ func (r *Rotation) waitKeyID(ctx context.Context, j *journal) error {
 	r.say("waiting for the API servers to write under %s (they ask the plugin's Status every minute)", newKey)
 	deadline := time.Now().Add(r.WaitTimeout)
 	for {
-		_, left, err := r.notUnder(ctx, j)
-		if err != nil || len(left) == 0 {
+		o, found, err := r.firstNotUnder(ctx, j)
+		if err != nil || !found {
 			return err
 		}
-		o := left[0]
 		if err := r.rewriteOne(ctx, o, newKey); err != nil {
 			return err
 		}
@@ -588,6 +587,32 @@ func (r *Rotation) notUnder(ctx context.Context, j *journal) (int64, []Object, e
 		return nil
 	})
 	return rev, left, err
+}
+
+// firstNotUnder is the first object of the rotated resources not under
+// the new key, if any.
+func (r *Rotation) firstNotUnder(ctx context.Context, j *journal) (Object, bool, error) {
+	newKey := j.newKey()
+	var first Object
+	found := errors.New("found")
+	for _, res := range j.Resources {
+		_, err := r.Scanner.Pages(ctx, schema.ParseGroupResource(res), "", 0, func(page []Object, _ string) error {
+			for _, o := range page {
+				if o.Under != newKey {
+					first = o
+					return found
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, found) {
+			return first, true, nil
+		}
+		if err != nil {
+			return Object{}, false, err
+		}
+	}
+	return Object{}, false, nil
 }
 
 func (r *Rotation) loadJournal(ctx context.Context) (*journal, error) {

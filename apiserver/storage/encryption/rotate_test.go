@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -215,5 +216,40 @@ func TestBeginKMS(t *testing.T) {
 				t.Errorf("beginKMS = %+v (asked %s), want a rotation of both rules to %v", j, asked, want)
 			}
 		})
+	}
+}
+
+// TestWaitKeyID: the wait for the API server to write under the plugin's
+// new key id ends when an object rewritten is under it, and fails, naming
+// the key, when none is by the timeout; nothing to rewrite ends it.
+func TestWaitKeyID(t *testing.T) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	ctx := t.Context()
+	j := &journal{KMS: "p1", NewKey: "key-b", Resources: []string{"secrets"}}
+	under := func(id string) string { return "k8s:enc:kms:v2:p1:" + encryptedObject(t, id) }
+	put := func(name, id string) {
+		t.Helper()
+		if _, err := cli.Put(ctx, storage.Key(secrets, "ns", name), under(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "key-b")
+	put("b", "key-a")
+	// A server that still writes under the old key id.
+	stale := &Rotation{Etcd: cli, Scanner: Scanner{Client: cli}, WaitTimeout: time.Nanosecond,
+		Rewriter: rewriterFunc(func() error { put("b", "key-a"); return nil })}
+	if err := stale.waitKeyID(ctx, j); err == nil || !strings.Contains(err.Error(), "key-b") {
+		t.Errorf("waitKeyID with a server on the old key id = %v, want an error naming key-b", err)
+	}
+	current := &Rotation{Etcd: cli, Scanner: Scanner{Client: cli}, WaitTimeout: time.Nanosecond,
+		Rewriter: rewriterFunc(func() error { put("b", "key-b"); return nil })}
+	if err := current.waitKeyID(ctx, j); err != nil {
+		t.Errorf("waitKeyID with a server on the new key id: %v", err)
+	}
+	nothing := &Rotation{Etcd: cli, Scanner: Scanner{Client: cli}, WaitTimeout: time.Nanosecond,
+		Rewriter: rewriterFunc(func() error { return errors.New("nothing should be rewritten") })}
+	if err := nothing.waitKeyID(ctx, j); err != nil {
+		t.Errorf("waitKeyID with every object under the new key id: %v", err)
 	}
 }
