@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -273,6 +274,11 @@ func (p *Plugin) Status(context.Context) (*service.StatusResponse, error) {
 // sealed. It replaces the file at once (a new 0600 file renamed over
 // it), and returns the new key's id.
 func RotateKeyFile(path string) (string, error) {
+	unlock, err := lockKeyFile(path)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if _, err := readKeyFile(path); err != nil {
 		return "", err
 	}
@@ -290,6 +296,11 @@ func RotateKeyFile(path string) (string, error) {
 // RemoveKey removes the key of id from the key file at path. It refuses
 // the write key: what the API server writes must stay readable.
 func RemoveKey(path, id string) error {
+	unlock, err := lockKeyFile(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	kr, err := readKeyFile(path)
 	if err != nil {
 		return err
@@ -319,6 +330,22 @@ func RemoveKey(path, id string) error {
 		return fmt.Errorf("KMS key %s is %w %s", id, ErrUnknownKey, path)
 	}
 	return replaceKeyFile(path, []byte(strings.Join(kept, "\n")+"\n"))
+}
+
+// lockKeyFile takes an exclusive lock on the directory of path until the
+// returned function is called or the process ends: two edits of the key
+// file at once would each keep what the other does not see, and a key
+// lost after the plugin sealed with it loses what it sealed.
+func lockKeyFile(path string) (unlock func(), err error) {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("lock KMS key file: %w", err)
+	}
+	if err := syscall.Flock(int(dir.Fd()), syscall.LOCK_EX); err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("lock KMS key file: %w", err)
+	}
+	return func() { dir.Close() }, nil
 }
 
 // replaceKeyFile writes data to a new 0600 file beside path and renames

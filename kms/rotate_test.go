@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -288,5 +289,37 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("waited 30s for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRotateKeyAtOnce: rotate-key run several times at once keeps every
+// key each run added: none is lost to another run's rewrite of the file.
+func TestRotateKeyAtOnce(t *testing.T) {
+	p, _ := newPlugin(t)
+	const runs = 8
+	ids := make(chan string, runs)
+	var wg sync.WaitGroup
+	for range runs {
+		wg.Go(func() {
+			id, err := RotateKeyFile(p.path)
+			if err != nil {
+				t.Error(err)
+			}
+			ids <- id
+		})
+	}
+	wg.Wait()
+	close(ids)
+	if _, err := p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	have := p.KeyIDs()
+	if len(have) != runs+1 {
+		t.Errorf("after %d rotations at once the file has %d keys, want %d", runs, len(have), runs+1)
+	}
+	for id := range ids {
+		if !slices.Contains(have, id) {
+			t.Errorf("key %s that rotate-key added is gone", id)
+		}
 	}
 }
