@@ -103,21 +103,42 @@ remove it with remove-key. It prints the new key id; never a key.`,
 }
 
 func newKMSRemoveKeyCommand() *cobra.Command {
-	var dir, keyFile, id string
+	var keyFile, id string
+	var force bool
+	var f secretsEncryptFlags
 	cmd := &cobra.Command{
 		Use:   "remove-key --key-id ID",
-		Short: "Remove an old key-encryption key from the KMS plugin's key file",
+		Short: "Remove an old key-encryption key from the KMS plugin's key file, once no object is under it",
 		Long: `Remove the key of --key-id from the key file; never the write key. What it
 sealed can no longer be opened once the API server no longer holds the
-data key in its cache (a restart at the latest): run secrets-encrypt
-status first, and remove a key only when no object is under it.`,
+data key in its cache (a restart at the latest), so it first scans etcd
+as secrets-encrypt status does (DIR's etcd, --etcd-servers) and refuses
+while an object is stored under that key id: rewrite them first
+(trustplane secrets-encrypt rotate). --force removes it unchecked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if id == "" {
 				return badInput(fmt.Errorf("--key-id is required"))
 			}
 			if keyFile == "" {
-				keyFile = datadir.Layout{Dir: dir}.KMSKey()
+				keyFile = datadir.Layout{Dir: f.dir}.KMSKey()
+			}
+			if !force {
+				report, err := f.scan(cmd)
+				if err != nil {
+					return fmt.Errorf("cannot check that no object is under key %s (--force removes it unchecked): %w", id, err)
+				}
+				var under []string
+				for _, r := range report.Resources {
+					for _, c := range r.Counts {
+						if c.Key.KeyID == id && c.Count > 0 {
+							under = append(under, fmt.Sprintf("%d of %s", c.Count, r.Resource))
+						}
+					}
+				}
+				if len(under) > 0 {
+					return &exitError{code: exitFailed, err: fmt.Errorf("objects are still stored under key %s (%s) at etcd revision %d: rewrite them first (trustplane secrets-encrypt rotate), or --force", id, strings.Join(under, ", "), report.Revision)}
+				}
 			}
 			if err := kms.RemoveKey(keyFile, id); err != nil {
 				return badInput(err)
@@ -126,8 +147,12 @@ status first, and remove a key only when no object is under it.`,
 			return nil
 		},
 	}
-	kmsKeyFile(cmd, &dir, &keyFile)
-	cmd.Flags().StringVar(&id, "key-id", "", "the id of the key to remove, as rotate-key, the plugin's log and secrets-encrypt status name it")
+	fl := cmd.Flags()
+	fl.StringVar(&f.dir, "dir", datadir.DefaultDir, "data directory: the default of --key-file, the encryption config and the etcd it scans")
+	fl.StringSliceVar(&f.etcdServers, "etcd-servers", nil, "etcd client URLs (default: those recorded in DIR/etcd-servers)")
+	fl.StringVar(&keyFile, "key-file", "", "the KMS plugin's key file (default DIR/pki/kms.key)")
+	fl.StringVar(&id, "key-id", "", "the id of the key to remove, as rotate-key, the plugin's log and secrets-encrypt status name it")
+	fl.BoolVar(&force, "force", false, "remove the key without scanning etcd for objects under it")
 	return cmd
 }
 
