@@ -140,6 +140,9 @@ func (r *Rotation) Run(ctx context.Context) error {
 		r.say("rotating to %s (resources: %s)", j.newKey(), strings.Join(j.Resources, ", "))
 	} else {
 		r.say("continuing the rotation to %s at %s", j.newKey(), j.Phase)
+		if err := r.followKeyID(ctx, j); err != nil {
+			return err
+		}
 	}
 	for {
 		var next string
@@ -259,6 +262,29 @@ func (r *Rotation) beginKMS(ctx context.Context, f *configFile) (*journal, error
 	}
 	j.NewKey = id
 	return j, nil
+}
+
+// followKeyID moves a KMS rotation that continues to the key id the
+// plugin reports now, if it changed since the rotation began (its key was
+// rotated again): rewriting under the old one would never end.
+func (r *Rotation) followKeyID(ctx context.Context, j *journal) error {
+	if j.KMS == "" {
+		return nil
+	}
+	f, err := readConfigFile(r.ConfigPath)
+	if err != nil {
+		return err
+	}
+	now, err := r.beginKMS(ctx, f)
+	if err != nil {
+		return err
+	}
+	if now.KMS != j.KMS || now.NewKey == j.NewKey {
+		return nil
+	}
+	r.say("the plugin's key id is now %s: rewriting under it", now.NewKey)
+	j.NewKey, j.Phase, j.Resource, j.After, j.Passes = now.NewKey, phaseKeyID, "", "", 0
+	return r.saveJournal(ctx, j)
 }
 
 // pluginKeyID asks the KMS v2 plugin at endpoint its Status, as the API

@@ -25,8 +25,11 @@ import (
 type etcdRewriter struct {
 	cli      *clientv3.Client
 	writeKey string
-	calls    atomic.Int32
-	before   func(key string)
+	// put, if set, is the value written for key, instead of one under
+	// aesgcm writeKey.
+	put    func(key string) string
+	calls  atomic.Int32
+	before func(key string)
 }
 
 var _ Rewriter = (*etcdRewriter)(nil)
@@ -37,9 +40,13 @@ func (e *etcdRewriter) Rewrite(ctx context.Context, gr schema.GroupResource, nam
 	if e.before != nil {
 		e.before(key)
 	}
+	value := "k8s:enc:aesgcm:v1:" + e.writeKey + ":sealed"
+	if e.put != nil {
+		value = e.put(key)
+	}
 	resp, err := e.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpPut(key, "k8s:enc:aesgcm:v1:"+e.writeKey+":sealed")).
+		Then(clientv3.OpPut(key, value)).
 		Else(clientv3.OpGet(key)).Commit()
 	switch {
 	case err != nil:
@@ -251,5 +258,45 @@ func TestWaitKeyID(t *testing.T) {
 		Rewriter: rewriterFunc(func() error { return errors.New("nothing should be rewritten") })}
 	if err := nothing.waitKeyID(ctx, j); err != nil {
 		t.Errorf("waitKeyID with every object under the new key id: %v", err)
+	}
+}
+
+// TestKMSRotationFollowsTheKeyID: a KMS rotation that continues after the
+// plugin's key was rotated again rewrites under the key id of now, and
+// ends, rather than rewriting under the old one until verify gives up.
+func TestKMSRotationFollowsTheKeyID(t *testing.T) {
+	e := etcdtest.Start(t)
+	cli := e.Client(t)
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "encryption-config.yaml")
+	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - kms:\n      apiVersion: v2\n      name: p1\n      endpoint: unix:///tmp/p1.sock\n"
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	value := func(id string) string { return "k8s:enc:kms:v2:p1:" + encryptedObject(t, id) }
+	key := storage.Key(secrets, "ns", "db")
+	if _, err := cli.Put(ctx, key, value("key-a")); err != nil {
+		t.Fatal(err)
+	}
+	// The API server writes under the plugin's key id of now, key-c.
+	server := &etcdRewriter{cli: cli}
+	server.put = func(string) string { return value("key-c") }
+	var out strings.Builder
+	r := &Rotation{ConfigPath: path, Etcd: cli, Scanner: Scanner{Client: cli}, Rewriter: server, Stored: []schema.GroupResource{secrets},
+		WaitTimeout: time.Minute, Progress: &out, KeyID: func(context.Context, string) (string, error) { return "key-c", nil }}
+	// A rotation to key-b, stopped while rewriting.
+	j := &journal{Phase: phaseRewriting, KMS: "p1", NewKey: "key-b", Rules: []int{0}, Resources: []string{"secrets"}}
+	if err := r.createJournal(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "the plugin's key id is now key-c") || !strings.Contains(out.String(), "under kms key p1 (key id key-c)") {
+		t.Errorf("the rotation did not follow the key id:\n%s", out.String())
+	}
+	resp, err := cli.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 || KeyOf(resp.Kvs[0].Value).KeyID != "key-c" {
+		t.Errorf("after the rotation: %v, %v; want the Secret under key-c", resp, err)
 	}
 }
