@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,7 +207,12 @@ func TestEncryptionReloadAndStatus(t *testing.T) {
 
 // TestEncryptionKMS: a cluster made with --encryption kms encrypts
 // Secrets through the KMS v2 plugin that up runs on DIR/kms.sock, and
-// reads them again after a restart.
+// reads them again after a restart. Then kms-plugin rotate-key, while it
+// runs: the plugin reloads its key file, the API server learns the new
+// key id from its Status and seals new Secrets under it, the old ones
+// stay readable, and status counts the Secrets of each key id; rotate
+// rewrites them all under the new key id, after which the old key leaves
+// the file and every Secret still reads after a restart.
 func TestEncryptionKMS(t *testing.T) {
 	c := e2etest.StartCluster(t, "--controllers=false", "--scheduler=false", "--encryption", "kms")
 	cs, _ := clientFor(t, c.AdminConf())
@@ -215,8 +221,25 @@ func TestEncryptionKMS(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets("default").Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if counts := encryptionStatus(t, c.Dir); counts["write kms key trustplane"] != 1 || counts["kms key trustplane"] != 1 || counts["identity"] != 0 {
-		t.Errorf("status of a KMS cluster: %v; want one secret under kms key trustplane", counts)
+	byKeyID := func() map[string]int {
+		t.Helper()
+		counts := encryptionStatus(t, c.Dir)
+		ids := map[string]int{}
+		for k, n := range counts {
+			if id, ok := strings.CutPrefix(k, "kms key trustplane (key id "); ok {
+				ids[strings.TrimSuffix(id, ")")] = n
+			} else if n > 0 && !strings.HasPrefix(k, "write ") {
+				t.Errorf("status: %d Secrets under %s", n, k)
+			}
+		}
+		if counts["write kms key trustplane"] != 1 {
+			t.Errorf("status: the write key is not kms key trustplane: %v", counts)
+		}
+		return ids
+	}
+	first := byKeyID()
+	if len(first) != 1 {
+		t.Fatalf("status of a KMS cluster: %v; want one secret under one key id", first)
 	}
 	if out, errOut, err := e2etest.Run(t, "secrets-encrypt", "verify", "--dir", c.Dir); err != nil {
 		t.Errorf("verify: %v\n%s%s", err, out, errOut)
@@ -234,11 +257,84 @@ func TestEncryptionKMS(t *testing.T) {
 	if err != nil || string(got.Data["password"]) != value {
 		t.Fatalf("the secret after a restart: %v, %v", got, err)
 	}
-	key, err := os.ReadFile(datadir.Layout{Dir: c.Dir}.KMSKey())
+
+	out, errOut, err := e2etest.Run(t, "kms-plugin", "rotate-key", "--dir", c.Dir)
+	if err != nil {
+		t.Fatalf("kms-plugin rotate-key: %v\n%s%s", err, out, errOut)
+	}
+	newID := strings.Fields(string(out))[3]
+	if first[newID] != 0 {
+		t.Fatalf("rotate-key kept key id %s", newID)
+	}
+	// The API server asks Status again when its last answer is old
+	// enough (20 seconds for /readyz, a minute on its own), and then
+	// makes a new data key under the new key id.
+	waitWithin(t, 3*time.Minute, "a Secret under key id "+newID, func(ctx context.Context) error {
+		// Only for its side effect, the Status call; its answer is not
+		// what this waits for.
+		cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{GenerateName: "after-"}, StringData: map[string]string{"password": value}}
+		if _, err := cs.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if byKeyID()[newID] == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	if ids := byKeyID(); len(ids) != 2 || ids[newID] == 0 {
+		t.Errorf("status after rotate-key counts %v; want Secrets under the old key id and %s", ids, newID)
+	}
+	got, err = cs.CoreV1().Secrets("default").Get(t.Context(), "db", metav1.GetOptions{})
+	if err != nil || string(got.Data["password"]) != value {
+		t.Fatalf("the secret of the old key after rotate-key: %v, %v", got, err)
+	}
+	if out, errOut, err := e2etest.Run(t, "secrets-encrypt", "verify", "--dir", c.Dir); err != nil {
+		t.Errorf("verify after rotate-key: %v\n%s%s", err, out, errOut)
+	}
+	if !strings.Contains(c.Output(), "KMS key file reloaded") {
+		t.Errorf("the plugin did not log its reload:\n%s", c.Output())
+	}
+
+	// rotate rewrites every Secret under the new key id; then the old
+	// key can leave the file, and every Secret reads after a restart,
+	// without the old data key in any cache.
+	rotated, errOut, err := e2etest.Run(t, "secrets-encrypt", "rotate", "--dir", c.Dir)
+	if err != nil || !strings.Contains(string(rotated), "rotating to kms key trustplane (key id "+newID+")") || !strings.Contains(string(rotated), "rotated: ") {
+		t.Fatalf("rotate of a KMS cluster: %v\n%s%s", err, rotated, errOut)
+	}
+	if ids := byKeyID(); len(ids) != 1 || ids[newID] == 0 {
+		t.Errorf("status after rotate counts %v; want every Secret under %s", ids, newID)
+	}
+	keys, err := os.ReadFile(datadir.Layout{Dir: c.Dir}.KMSKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(c.Output(), strings.TrimSpace(string(key))) || strings.Contains(c.Output(), value) {
-		t.Errorf("the server's log holds the KMS key or a value")
+	for id := range first {
+		if out, errOut, err := e2etest.Run(t, "kms-plugin", "remove-key", "--dir", c.Dir, "--key-id", id); err != nil {
+			t.Fatalf("remove-key %s: %v\n%s%s", id, err, out, errOut)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c.Start(t)
+	cs, _ = clientFor(t, c.AdminConf())
+	list, err := cs.CoreV1().Secrets("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("the Secrets after the old key left: %v", err)
+	}
+	for _, s := range list.Items {
+		if string(s.Data["password"]) != value {
+			t.Errorf("secret %s after the old key left holds %q", s.Name, s.Data["password"])
+		}
+	}
+	for _, k := range strings.Fields(string(keys)) {
+		if strings.Contains(c.Output(), k) || strings.Contains(string(out), k) || strings.Contains(string(rotated), k) {
+			t.Errorf("the server's log or rotate-key's output holds a KMS key")
+		}
+	}
+	if strings.Contains(c.Output(), value) {
+		t.Errorf("the server's log holds a value")
 	}
 }

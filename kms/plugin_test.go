@@ -2,6 +2,7 @@ package kms
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func newPlugin(t *testing.T) (*Plugin, string) {
 	if err := NewKeyFile(path); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(path)
+	p, err := Load(path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +79,14 @@ func TestLoadRefusesExposedOrBadKeys(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "0600") {
+	if _, err := Load(path, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "0600") {
 		t.Errorf("Load of a 0644 key: %v, want a refusal", err)
 	}
 	short := filepath.Join(dir, "short.key")
 	if err := os.WriteFile(short, []byte("c2hvcnQta2V5LW1hdGVyaWFs\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(short); err == nil || strings.Contains(err.Error(), "c2hvcnQta2V5LW1hdGVyaWFs") {
+	if _, err := Load(short, slog.New(slog.DiscardHandler)); err == nil || strings.Contains(err.Error(), "c2hvcnQta2V5LW1hdGVyaWFs") {
 		t.Errorf("Load of a short key: %v, want a refusal without the content", err)
 	}
 }

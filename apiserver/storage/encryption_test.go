@@ -481,7 +481,7 @@ func TestEncryptionKMSPlugin(t *testing.T) {
 		t.Fatal("a KMS configuration loaded without its plugin")
 	}
 
-	p, err := kms.Load(keyPath)
+	p, err := kms.Load(keyPath, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

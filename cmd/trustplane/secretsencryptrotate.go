@@ -13,6 +13,21 @@ import (
 	"github.com/trustplane/trustplane/datadir"
 )
 
+// The defaults of rotate's throttle. The rewrite is bound by the API
+// server's CPU: a rewrite costs it about as much as any update (the write
+// path, admission, audit, etcd), so a 2-core machine rewrites about as
+// fast as it serves updates. defaultRotateWorkers bounds what the rotation
+// holds of the server: 16 requests in flight of its 600 (enough for etcd
+// to batch its commits; fewer leave the server waiting on fsync), so
+// other clients' requests keep their turn. defaultRotateQPS bounds the
+// rate where the server is bigger: above what a small machine does, so
+// that there the workers are the bound, and a cap of new etcd revisions
+// per second on a large one.
+const (
+	defaultRotateWorkers = 16
+	defaultRotateQPS     = 2000
+)
+
 func newSecretsEncryptRotateCommand() *cobra.Command {
 	var f secretsEncryptFlags
 	var (
@@ -24,7 +39,7 @@ func newSecretsEncryptRotateCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "rotate",
-		Short: "Replace the AES-GCM write key: add, wait, promote, wait, rewrite every object, verify, remove the old key",
+		Short: "Replace the AES-GCM write key (add, wait, promote, wait, rewrite every object, verify, remove the old key), or rewrite under a KMS plugin's new key",
 		Long: `Rotate the AES-GCM key of every rule of DIR/encryption-config.yaml whose
 first provider is aesgcm, in the steps kube's documentation lists:
 
@@ -33,11 +48,23 @@ first provider is aesgcm, in the steps kube's documentation lists:
     the hash of the configuration it runs in etcd);
  3. make the new key the write key, and wait again;
  4. rewrite every object of the rotated resources that is not under the
-    new key, through the API (--kubeconfig, default DIR/admin.conf): a GET
-    and an UPDATE held to its resourceVersion, read again on a conflict, so
-    that a concurrent write is never lost or undone; --qps throttles it;
+    new key, through the API (--kubeconfig, default DIR/admin.conf): the
+    scan of etcd gives each object's resourceVersion, and one PATCH that
+    changes nothing, held to it, makes the API server write the object
+    again under the new key; an object that changed since is read again
+    from etcd, and rewritten unless the write that changed it already
+    used the new key, so that a concurrent write is never lost or undone.
+    --workers bounds the requests in flight and --qps their rate;
  5. scan etcd: nothing may be left under another key;
  6. remove the old keys, and wait until every server runs that file.
+
+With no rule whose first provider is aesgcm, it rotates the rules whose
+first provider is KMS v2 (one plugin's) to the key id the plugin's Status
+reports now, after "trustplane kms-plugin rotate-key": it waits until the
+API server writes under that key id (it asks the plugin every minute; up
+to --wait-timeout), rewrites every object not under it as in step 4, and
+scans as in step 5. The plugin's old keys are then its own to remove
+(trustplane kms-plugin remove-key).
 
 The command must run where the API servers read the file from. A journal
 in etcd (/registry/trustplane.io/encryption-rotation) records each step and
@@ -102,8 +129,8 @@ key names, never key material.`,
 	fl.StringVar(&f.dir, "dir", datadir.DefaultDir, "data directory: its encryption config, etcd PKI and recorded etcd URLs")
 	fl.StringSliceVar(&f.etcdServers, "etcd-servers", nil, "etcd client URLs (default: those recorded in DIR/etcd-servers)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the identity that rewrites the objects (default: $KUBECONFIG, else DIR/admin.conf)")
-	fl.Float32Var(&qps, "qps", 200, "API requests per second at most while rewriting (two per object)")
-	fl.IntVar(&workers, "workers", 8, "objects rewritten at once")
+	fl.Float32Var(&qps, "qps", defaultRotateQPS, "API requests per second at most while rewriting, one per object")
+	fl.IntVar(&workers, "workers", defaultRotateWorkers, "objects rewritten at once: the API requests the rotation holds in flight")
 	fl.Int64Var(&pageSize, "page-size", encryption.DefaultPageSize, "objects read from etcd per range; the journal records progress after each page")
 	fl.DurationVar(&waitTimeout, "wait-timeout", 2*time.Minute, "how long to wait for every API server to load each new configuration")
 	return cmd

@@ -12,9 +12,13 @@ import (
 
 // Key is a provider and the name of one of its keys, as a stored value's
 // prefix names them. Identity has no name: its values are plain text.
+// A KMS v2 value names the KMS key it was sealed under too, its KeyID,
+// which the plugin reports: a key of a configuration has none, and one
+// of a value is the plugin's key of the time.
 type Key struct {
 	Provider string `json:"provider"`
 	Name     string `json:"name,omitempty"`
+	KeyID    string `json:"keyID,omitempty"`
 }
 
 // Providers, as the prefixes of their values name them.
@@ -33,8 +37,11 @@ const (
 var Plain = Key{Provider: Identity}
 
 func (k Key) String() string {
-	if k.Name == "" {
+	switch {
+	case k.Name == "":
 		return k.Provider
+	case k.KeyID != "":
+		return k.Provider + " key " + k.Name + " (key id " + k.KeyID + ")"
 	}
 	return k.Provider + " key " + k.Name
 }
@@ -54,8 +61,10 @@ type Rule struct {
 func (r Rule) WriteKey() Key { return r.Keys[0] }
 
 // Has is whether k is one of the rule's keys: a value under a key the
-// rule does not have cannot be read.
+// rule does not have cannot be read. A KMS key id is the plugin's to
+// know, not the rule's.
 func (r Rule) Has(k Key) bool {
+	k.KeyID = ""
 	for _, have := range r.Keys {
 		if have == k {
 			return true

@@ -4,6 +4,7 @@
 // protects each object by the prefix kube-apiserver's providers write
 // (k8s:enc:aesgcm:v1:<key>:...), or that it is in plain text.
 //
-// Nothing here decrypts: the scan reads only the prefix of each value, and
-// no report, error or log carries a key's material or a value.
+// Nothing here decrypts: the scan reads only the prefix of each value
+// and, of a KMS v2 value, the key id kube's EncryptedObject holds in
+// clear; no report, error or log carries a key's material or a value.
 package encryption

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -43,11 +44,19 @@ const (
 	// phaseRemoving: the old keys leave the file; once every server has
 	// loaded it, the journal is deleted.
 	phaseRemoving = "removing"
+	// phaseKeyID, of a KMS rotation only, instead of the first three:
+	// the plugin has a new key id, which the API servers take from its
+	// Status within a minute; objects are rewritten once one is written
+	// under it.
+	phaseKeyID = "key-id"
 )
 
 type journal struct {
 	Phase  string `json:"phase"`
 	NewKey string `json:"newKey"`
+	// KMS, for a rotation to a KMS v2 plugin's new key, is the
+	// provider's name; NewKey is then the plugin's key id.
+	KMS string `json:"kms,omitempty"`
 	// Rules are the indexes, in the file, of the rules rotated.
 	Rules []int `json:"rules"`
 	// Resources are the resources of those rules, rewritten in order;
@@ -64,10 +73,20 @@ type journal struct {
 	rev int64 // the journal's etcd ModRevision
 }
 
+// newKey is the key the rotation leaves every object under.
+func (j *journal) newKey() Key {
+	if j.KMS != "" {
+		return Key{Provider: KMS, Name: j.KMS, KeyID: j.NewKey}
+	}
+	return Key{Provider: AESGCM, Name: j.NewKey}
+}
+
 // Rewriter writes an object back through the API as it is, so that the
-// API server stores it under its write key. An object gone is no error.
+// API server stores it under its write key, if it is still at revision
+// rev (its resourceVersion); if it is not, the error is ErrChanged. An
+// object gone is no error.
 type Rewriter interface {
-	Rewrite(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	Rewrite(ctx context.Context, gr schema.GroupResource, namespace, name string, rev int64) error
 }
 
 // Rotation replaces the AES-GCM write key of every rule whose first
@@ -75,6 +94,13 @@ type Rewriter interface {
 // added as read-only, loaded by every API server; made the write key,
 // loaded by every server; every object rewritten through the API; a scan
 // that finds none left under another key; the old keys removed.
+//
+// With no such rule, it rewrites the objects of the rules whose first
+// provider is KMS v2 under the plugin's key id of the time, which the
+// plugin's Status reports (after a rotation of the plugin's own key):
+// once an object written again is under it, every object is, and a scan
+// finds none left under another key id. The plugin's old keys are the
+// plugin's to remove.
 type Rotation struct {
 	ConfigPath string
 	// Etcd is a client with the API server's etcd identity: it reads the
@@ -91,6 +117,9 @@ type Rotation struct {
 	WaitTimeout time.Duration
 	// Progress is told each step, a line each.
 	Progress io.Writer
+	// KeyID asks the KMS v2 plugin at endpoint its key id (Status); nil
+	// is a gRPC client of the k8s.io/kms API.
+	KeyID func(ctx context.Context, endpoint string) (string, error)
 }
 
 // MaxPasses bounds the rewrites that verify sends back: objects that
@@ -108,9 +137,12 @@ func (r *Rotation) Run(ctx context.Context) error {
 		if j, err = r.begin(ctx); err != nil {
 			return err
 		}
-		r.say("rotating to aesgcm key %s (resources: %s)", j.NewKey, strings.Join(j.Resources, ", "))
+		r.say("rotating to %s (resources: %s)", j.newKey(), strings.Join(j.Resources, ", "))
 	} else {
-		r.say("continuing the rotation to aesgcm key %s at %s", j.NewKey, j.Phase)
+		r.say("continuing the rotation to %s at %s", j.newKey(), j.Phase)
+		if err := r.followKeyID(ctx, j); err != nil {
+			return err
+		}
 	}
 	for {
 		var next string
@@ -127,6 +159,11 @@ func (r *Rotation) Run(ctx context.Context) error {
 				j.Resource, j.After = "", ""
 				next = phaseRewriting
 			}
+		case phaseKeyID:
+			if err = r.waitKeyID(ctx, j); err == nil {
+				j.Resource, j.After = "", ""
+				next = phaseRewriting
+			}
 		case phaseRewriting:
 			if err = r.rewrite(ctx, j); err == nil {
 				next = phaseVerifying
@@ -134,7 +171,12 @@ func (r *Rotation) Run(ctx context.Context) error {
 		case phaseVerifying:
 			next, err = r.verify(ctx, j)
 		case phaseRemoving:
-			if err = r.finish(ctx, j); err == nil {
+			if j.KMS != "" {
+				if err = r.deleteJournal(ctx, j); err == nil {
+					r.say("rotated: %d objects rewritten; every object of the rotated rules is under %s; the plugin's other keys may go (trustplane kms-plugin remove-key)", j.Rewritten, j.newKey())
+					return nil
+				}
+			} else if err = r.finish(ctx, j); err == nil {
 				r.say("rotated: %d objects rewritten; aesgcm key %s is the only key of the rotated rules", j.Rewritten, j.NewKey)
 				return nil
 			}
@@ -163,21 +205,22 @@ func (r *Rotation) begin(ctx context.Context) (*journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := f.aesgcmRules()
-	if len(rules) == 0 {
-		return nil, fmt.Errorf("encryption config %s: no rule writes with aesgcm; nothing to rotate", r.ConfigPath)
+	j := &journal{Phase: phaseAdding, NewKey: f.nextKeyName(), Rules: f.aesgcmRules()}
+	if len(j.Rules) == 0 {
+		if j, err = r.beginKMS(ctx, f); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := ReadConfig(r.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
 	patterns := map[string]bool{}
-	for _, i := range rules {
+	for _, i := range j.Rules {
 		for _, res := range f.cfg.Resources[i].Resources {
 			patterns[res] = true
 		}
 	}
-	j := &journal{Phase: phaseAdding, NewKey: f.nextKeyName(), Rules: rules}
 	for _, gr := range r.Stored {
 		if rule, ok := cfg.RuleFor(gr); ok && patterns[rule.Pattern] {
 			j.Resources = append(j.Resources, gr.String())
@@ -188,6 +231,120 @@ func (r *Rotation) begin(ctx context.Context) (*journal, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// beginKMS plans the rotation of the rules whose first provider is KMS
+// v2, all of one plugin, to the key id its Status reports now.
+func (r *Rotation) beginKMS(ctx context.Context, f *configFile) (*journal, error) {
+	j := &journal{Phase: phaseKeyID}
+	endpoint := ""
+	for i, rc := range f.cfg.Resources {
+		if len(rc.Providers) == 0 || rc.Providers[0].KMS == nil || rc.Providers[0].KMS.APIVersion != "v2" {
+			continue
+		}
+		p := rc.Providers[0].KMS
+		if j.KMS != "" && (p.Name != j.KMS || p.Endpoint != endpoint) {
+			return nil, fmt.Errorf("encryption config %s: rules write with KMS v2 providers %s and %s; rotate rotates one plugin's", r.ConfigPath, j.KMS, p.Name)
+		}
+		j.KMS, endpoint = p.Name, p.Endpoint
+		j.Rules = append(j.Rules, i)
+	}
+	if len(j.Rules) == 0 {
+		return nil, fmt.Errorf("encryption config %s: no rule writes with aesgcm or KMS v2; nothing to rotate", r.ConfigPath)
+	}
+	keyID := r.KeyID
+	if keyID == nil {
+		keyID = pluginKeyID
+	}
+	id, err := keyID(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("KMS v2 provider %s: its key id: %w", j.KMS, err)
+	}
+	j.NewKey = id
+	return j, nil
+}
+
+// followKeyID moves a KMS rotation that continues to the key id the
+// plugin reports now, if it changed since the rotation began (its key was
+// rotated again): rewriting under the old one would never end.
+func (r *Rotation) followKeyID(ctx context.Context, j *journal) error {
+	if j.KMS == "" {
+		return nil
+	}
+	f, err := readConfigFile(r.ConfigPath)
+	if err != nil {
+		return err
+	}
+	now, err := r.beginKMS(ctx, f)
+	if err != nil {
+		return err
+	}
+	if now.KMS != j.KMS || now.NewKey == j.NewKey {
+		return nil
+	}
+	r.say("the plugin's key id is now %s: rewriting under it", now.NewKey)
+	j.NewKey, j.Phase, j.Resource, j.After, j.Passes = now.NewKey, phaseKeyID, "", "", 0
+	return r.saveJournal(ctx, j)
+}
+
+// pluginKeyID asks the KMS v2 plugin at endpoint its Status, as the API
+// server does.
+func pluginKeyID(ctx context.Context, endpoint string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	svc, err := kmsv2.NewGRPCService(ctx, endpoint, "rotate", 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	st, err := svc.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	if st.Healthz != "ok" || st.KeyID == "" {
+		return "", fmt.Errorf("the plugin is not healthy: %q", st.Healthz)
+	}
+	return st.KeyID, nil
+}
+
+// waitKeyID waits until the API server writes under the plugin's new key
+// id: it rewrites an object not under it, and looks at what it wrote,
+// every 5 seconds for at most WaitTimeout. Nothing left to rewrite is
+// done.
+func (r *Rotation) waitKeyID(ctx context.Context, j *journal) error {
+	newKey := j.newKey()
+	r.say("waiting for the API servers to write under %s (they ask the plugin's Status every minute)", newKey)
+	deadline := time.Now().Add(r.WaitTimeout)
+	for {
+		o, found, err := r.firstNotUnder(ctx, j)
+		if err != nil || !found {
+			return err
+		}
+		if err := r.rewriteOne(ctx, o, newKey); err != nil {
+			return err
+		}
+		namespace, name, ok := strings.Cut(o.Name, "/")
+		if !ok {
+			namespace, name = "", o.Name
+		}
+		getCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := r.Etcd.Get(getCtx, storage.Key(o.Resource, namespace, name))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read %s %s again: %w", o.Resource, o.Name, err)
+		}
+		if len(resp.Kvs) == 1 && KeyOf(resp.Kvs[0].Value) == newKey {
+			r.say("the API server writes under %s", newKey)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API server still writes under another key than %s after %s: does it run the plugin's new key? (it asks every minute)", newKey, r.WaitTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // editFile applies edit to each rotated rule, writes the file if that
@@ -261,7 +418,7 @@ func (r *Rotation) waitLoaded(ctx context.Context) error {
 // resources that is not under the new key, a page at a time, recording
 // after each page where it is.
 func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
-	newKey := Key{Provider: AESGCM, Name: j.NewKey}
+	newKey := j.newKey()
 	workers := max(r.Workers, 1)
 	// For the progress: what is left when this run starts.
 	_, left, err := r.notUnder(ctx, j)
@@ -276,6 +433,7 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 			return fmt.Errorf("rotation journal %s: resource %s is not one it rotates", JournalKey, j.Resource)
 		}
 	}
+	began := time.Now()
 	for _, res := range j.Resources[start:] {
 		gr := schema.ParseGroupResource(res)
 		after := ""
@@ -291,11 +449,7 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 					continue
 				}
 				n++
-				namespace, name, namespaced := strings.Cut(o.Name, "/")
-				if !namespaced {
-					namespace, name = "", o.Name
-				}
-				g.Go(func() error { return r.Rewriter.Rewrite(gctx, gr, namespace, name) })
+				g.Go(func() error { return r.rewriteOne(gctx, o, newKey) })
 			}
 			if err := g.Wait(); err != nil {
 				return err
@@ -306,14 +460,70 @@ func (r *Rotation) rewrite(ctx context.Context, j *journal) error {
 				return err
 			}
 			done += n
-			r.say("%s: rewrote %d objects; %d of %d done (%d%%)", res, n, done, len(left), 100*done/max(len(left), 1))
+			r.say("%s: rewrote %d objects %s %d of %d (%d%%), %.0f objects/s", res, n, progressBar(done, len(left)), done, len(left), 100*done/max(len(left), 1), rate(done, time.Since(began)))
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
+	elapsed := time.Since(began)
+	r.say("rewrote %d objects in %s: %.0f objects/s", done, elapsed.Round(time.Millisecond), rate(done, elapsed))
 	return nil
+}
+
+// rewriteOne rewrites o, held to the revision the scan read it at. When
+// it changed since, its value is read again from etcd: gone, or written
+// under the new key by the write that changed it, it is done; else it is
+// rewritten at its new revision, at most MaxConflicts times.
+func (r *Rotation) rewriteOne(ctx context.Context, o Object, newKey Key) error {
+	namespace, name, namespaced := strings.Cut(o.Name, "/")
+	if !namespaced {
+		namespace, name = "", o.Name
+	}
+	key := storage.Key(o.Resource, namespace, name)
+	rev := o.Rev
+	for conflicts := 0; ; conflicts++ {
+		err := r.Rewriter.Rewrite(ctx, o.Resource, namespace, name, rev)
+		if !errors.Is(err, ErrChanged) {
+			return err
+		}
+		if conflicts >= MaxConflicts {
+			return fmt.Errorf("rewrite %s %s: it changed %d times while being rewritten", o.Resource, o.Name, conflicts+1)
+		}
+		getCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := r.Etcd.Get(getCtx, key)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("rewrite %s %s: read it again: %w", o.Resource, o.Name, err)
+		}
+		if len(resp.Kvs) == 0 || KeyOf(resp.Kvs[0].Value) == newKey {
+			return nil
+		}
+		rev = resp.Kvs[0].ModRevision
+	}
+}
+
+// MaxConflicts bounds the times one object is found changed while being
+// rewritten.
+const MaxConflicts = 20
+
+// progressBar is a bar of 20 cells, done of total filled.
+func progressBar(done, total int) string {
+	const cells = 20
+	filled := cells
+	if total > 0 {
+		filled = min(cells, cells*done/total)
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", cells-filled) + "]"
+}
+
+// rate is n per second over d.
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
 }
 
 // verify scans the rotated resources: with every object under the new
@@ -329,14 +539,14 @@ func (r *Rotation) verify(ctx context.Context, j *journal) (string, error) {
 		left[i] = fmt.Sprintf("%s %s (%s)", o.Resource, o.Name, o.Under)
 	}
 	if len(left) == 0 {
-		r.say("verified: every object of %s is under aesgcm key %s at etcd revision %d", strings.Join(j.Resources, ", "), j.NewKey, rev)
+		r.say("verified: every object of %s is under %s at etcd revision %d", strings.Join(j.Resources, ", "), j.newKey(), rev)
 		return phaseRemoving, nil
 	}
 	j.Passes++
 	if j.Passes >= MaxPasses {
-		return "", fmt.Errorf("after %d passes, %d objects are still not under aesgcm key %s, the old keys stay: %s", j.Passes, len(left), j.NewKey, strings.Join(left[:min(len(left), 10)], "; "))
+		return "", fmt.Errorf("after %d passes, %d objects are still not under %s, the old keys stay: %s", j.Passes, len(left), j.newKey(), strings.Join(left[:min(len(left), 10)], "; "))
 	}
-	r.say("%d objects are still not under key %s; rewriting again", len(left), j.NewKey)
+	r.say("%d objects are still not under %s; rewriting again", len(left), j.newKey())
 	j.Resource, j.After = "", ""
 	return phaseRewriting, nil
 }
@@ -390,7 +600,7 @@ func (r *Rotation) forgetWear(ctx context.Context) error {
 // notUnder are the objects of the rotated resources not under the new
 // key, at the etcd revision it returns.
 func (r *Rotation) notUnder(ctx context.Context, j *journal) (int64, []Object, error) {
-	newKey := Key{Provider: AESGCM, Name: j.NewKey}
+	newKey := j.newKey()
 	var grs []schema.GroupResource
 	for _, res := range j.Resources {
 		grs = append(grs, schema.ParseGroupResource(res))
@@ -403,6 +613,32 @@ func (r *Rotation) notUnder(ctx context.Context, j *journal) (int64, []Object, e
 		return nil
 	})
 	return rev, left, err
+}
+
+// firstNotUnder is the first object of the rotated resources not under
+// the new key, if any.
+func (r *Rotation) firstNotUnder(ctx context.Context, j *journal) (Object, bool, error) {
+	newKey := j.newKey()
+	var first Object
+	found := errors.New("found")
+	for _, res := range j.Resources {
+		_, err := r.Scanner.Pages(ctx, schema.ParseGroupResource(res), "", 0, func(page []Object, _ string) error {
+			for _, o := range page {
+				if o.Under != newKey {
+					first = o
+					return found
+				}
+			}
+			return nil
+		})
+		if errors.Is(err, found) {
+			return first, true, nil
+		}
+		if err != nil {
+			return Object{}, false, err
+		}
+	}
+	return Object{}, false, nil
 }
 
 func (r *Rotation) loadJournal(ctx context.Context) (*journal, error) {

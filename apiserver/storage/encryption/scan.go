@@ -1,6 +1,7 @@
 package encryption
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -8,16 +9,19 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
 
 var secrets = schema.GroupResource{Resource: "secrets"}
 
-// KeyOf is the key a stored value is under, read from its prefix alone.
-// A value without the encrypted prefix is plain text; one with a provider
-// the scan does not know is Unknown.
+// KeyOf is the key a stored value is under, read from its prefix, and for
+// a KMS v2 value from the EncryptedObject after it, which names the KMS
+// key id in clear (kube's format). A value without the encrypted prefix
+// is plain text; one with a provider the scan does not know is Unknown.
 func KeyOf(value []byte) Key {
 	provider, name := storage.StoredKey(value)
 	switch provider {
@@ -26,8 +30,18 @@ func KeyOf(value []byte) Key {
 	case Unknown:
 		return Key{Provider: Unknown}
 	}
-	return Key{Provider: provider, Name: name}
+	k := Key{Provider: provider, Name: name}
+	if rest, ok := bytes.CutPrefix(value, []byte(kmsV2Prefix+name+":")); ok {
+		var o kmstypes.EncryptedObject
+		if err := proto.Unmarshal(rest, &o); err == nil {
+			k.KeyID = o.KeyID
+		}
+	}
+	return k
 }
+
+// kmsV2Prefix starts a value of the KMS v2 provider, before its name.
+const kmsV2Prefix = "k8s:enc:kms:v2:"
 
 // DefaultPageSize is how many values one etcd range returns.
 const DefaultPageSize = 500
@@ -43,11 +57,13 @@ type Scanner struct {
 }
 
 // Object is one stored object: its resource, its namespace/name (name
-// alone when cluster-scoped), and the key its value is under.
+// alone when cluster-scoped), the key its value is under, and its etcd
+// ModRevision, which is its resourceVersion.
 type Object struct {
 	Resource schema.GroupResource
 	Name     string
 	Under    Key
+	Rev      int64
 }
 
 // Scan calls fn with each object of the resources, at the revision of its
@@ -119,7 +135,7 @@ func (s Scanner) Pages(ctx context.Context, gr schema.GroupResource, after strin
 		}
 		page := make([]Object, len(resp.Kvs))
 		for i, kv := range resp.Kvs {
-			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value)}
+			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value), Rev: kv.ModRevision}
 		}
 		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
 		if err := fn(page, last); err != nil {
@@ -215,7 +231,7 @@ func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupRe
 		r.Objects++
 		i := slices.IndexFunc(r.Counts, func(c Count) bool { return c.Key == o.Under })
 		if i < 0 {
-			r.Counts = append(r.Counts, Count{Key: o.Under})
+			r.Counts = append(r.Counts, Count{Key: o.Under, InConfig: r.Rule.Has(o.Under)})
 			i = len(r.Counts) - 1
 		}
 		r.Counts[i].Count++
@@ -234,6 +250,13 @@ func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupRe
 	}
 	report.Revision = rev
 	for _, r := range order {
+		// A KMS key with its objects counted by key id needs no line of
+		// its own.
+		r.Counts = slices.DeleteFunc(r.Counts, func(c Count) bool {
+			return c.Count == 0 && c.Key.Provider == KMS && slices.ContainsFunc(r.Counts, func(d Count) bool {
+				return d.Key.KeyID != "" && d.Key.Provider == c.Key.Provider && d.Key.Name == c.Key.Name
+			})
+		})
 		report.Resources = append(report.Resources, *r)
 	}
 	return report, nil
