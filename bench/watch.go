@@ -237,34 +237,47 @@ func (r *run) openWatches(ctx context.Context, opts metav1.ListOptions) ([]*watc
 }
 
 // openWatchesOn opens n watches of the namespace's ConfigMaps with opts,
-// Concurrency at a time, spread over clients in turn. It returns the
-// watches opened so far also on error, for the caller to stop.
+// spread over clients in turn: the first of each client alone, so that the
+// client has its connection before the others ask for one (requests made
+// at once before a client has a connection each dial one, and the
+// transport closes all but one in the background), then the rest
+// Concurrency at a time. It returns the watches opened so far also on
+// error, for the caller to stop.
 func (r *run) openWatchesOn(ctx context.Context, opts metav1.ListOptions, n int, clients []kubernetes.Interface) ([]*watcher, error) {
 	watchers := make([]*watcher, n)
+	open := func(ctx context.Context, i int) error {
+		cms := clients[i%len(clients)].CoreV1().ConfigMaps(r.Namespace)
+		// The stream lives on after Watch returns, so its context
+		// cannot carry the deadline of the open: a timer cancels it
+		// instead if the server does not answer in time.
+		wctx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(r.Timeout, cancel)
+		w, err := cms.Watch(wctx, opts)
+		if !timer.Stop() && err == nil {
+			w.Stop()
+			err = fmt.Errorf("no answer within %s", r.Timeout)
+		}
+		if err != nil {
+			cancel()
+			return fmt.Errorf("open watch %d of config maps in %s: %w", i, r.Namespace, err)
+		}
+		watchers[i] = &watcher{id: i, w: w, cancel: cancel}
+		return nil
+	}
+	first := min(n, len(clients))
+	for i := range first {
+		if err := open(ctx, i); err != nil {
+			return watchers, err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.Concurrency)
-	for i := range n {
-		cms := clients[i%len(clients)].CoreV1().ConfigMaps(r.Namespace)
+	for i := first; i < n; i++ {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			// The stream lives on after Watch returns, so its context
-			// cannot carry the deadline of the open: a timer cancels it
-			// instead if the server does not answer in time.
-			wctx, cancel := context.WithCancel(ctx)
-			timer := time.AfterFunc(r.Timeout, cancel)
-			w, err := cms.Watch(wctx, opts)
-			if !timer.Stop() && err == nil {
-				w.Stop()
-				err = fmt.Errorf("no answer within %s", r.Timeout)
-			}
-			if err != nil {
-				cancel()
-				return fmt.Errorf("open watch %d of config maps in %s: %w", i, r.Namespace, err)
-			}
-			watchers[i] = &watcher{id: i, w: w, cancel: cancel}
-			return nil
+			return open(ctx, i)
 		})
 	}
 	return watchers, g.Wait()
