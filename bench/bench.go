@@ -21,13 +21,26 @@ const (
 	DefaultConcurrency = 32
 	DefaultRequests    = 2000
 	DefaultObjectBytes = 1024
-	DefaultWatchers    = 100
+	DefaultWatchers    = 1000
 	DefaultWatchEvents = 100
+	DefaultWatchRate   = 100
 	DefaultTimeout     = 30 * time.Second
 	// DefaultListObjects and DefaultListRequests make the large-list
 	// phase: lists of 10,000 ConfigMaps, 20 of each variant.
 	DefaultListObjects  = 10000
 	DefaultListRequests = 20
+	// The wide watch phase: 10,000 watches over 10 clients, each with
+	// its own connections, 20 creates paced at one per second. Each
+	// create makes 10,000 deliveries; at 10 creates per second, as many
+	// deliveries as the paced phase's, and even at 2, the API server of
+	// `trustplane up` on two shared cores (load average 7 to 11, as
+	// many runnable threads as a watch's delivery goroutines) refused
+	// some creates whose admission policies it could not evaluate in
+	// time: it fails closed.
+	DefaultWideWatchers    = 10000
+	DefaultWideConnections = 10
+	DefaultWideWatchEvents = 20
+	DefaultWideWatchRate   = 1
 )
 
 // maxWatchRate is the fastest pace of the watch phase: one create per
@@ -46,7 +59,12 @@ const (
 	// PhaseListLarge has one Result per variant of the large lists.
 	PhaseListLarge = "list-large"
 	PhaseWatch     = "watch"
-	PhaseEtcdPut   = "etcd-put"
+	// PhaseWatchBurst is the watch fan-out with the creates made as fast
+	// as Concurrency allows; PhaseWatchWide with WideWatchers watchers
+	// over WideConnections clients.
+	PhaseWatchBurst = "watch-burst"
+	PhaseWatchWide  = "watch-wide"
+	PhaseEtcdPut    = "etcd-put"
 	// PhaseHold is the only phase of a run with Config.Hold.
 	PhaseHold = "hold"
 )
@@ -56,8 +74,11 @@ type Config struct {
 	// Client reaches the cluster; give it a protobuf content type and no
 	// client-side rate limit, or the limiter is what gets measured.
 	Client kubernetes.Interface
-	// REST is the configuration Client was made from; the large-list
-	// phase makes a client of each format from it.
+	// REST is the configuration Client was made from. The large-list
+	// phase makes a client of each format from it, and the watch phases
+	// watch through clients of their own made from it, each with its own
+	// connections, which they count; without it they watch through
+	// Client, and the wide phase is skipped.
 	REST *rest.Config
 	// Namespace is where the run works. It must not exist: Run creates it
 	// and deletes it, with all it holds, at the end. Empty means
@@ -76,18 +97,27 @@ type Config struct {
 	ListRequests int
 	// ObjectBytes is the size of the payload of each Secret and ConfigMap.
 	ObjectBytes int
-	// Watchers is the number of watches the watch phase opens.
+	// Watchers is the number of watches the watch and watch-burst
+	// phases open.
 	Watchers int
-	// WatchEvents is the number of ConfigMaps the watch phase creates
-	// while the watches are open.
+	// WatchEvents is the number of ConfigMaps each watch phase creates
+	// while its watches are open.
 	WatchEvents int
-	// WatchRate, when positive, paces those creates at up to WatchRate
+	// WatchRate paces the creates of the watch phase at up to WatchRate
 	// per second (at most one million), so that delivery latency is
-	// measured under a load the cluster sustains; zero creates them as fast
-	// as Concurrency allows, and the latency then includes the queue of the
-	// burst. It is a ceiling: with every worker waiting on an answer, a
-	// tick is skipped.
+	// measured under a load the cluster sustains; the watch-burst phase
+	// then creates as many as fast as Concurrency allows, and its
+	// latency includes the queue of the burst. It is a ceiling: with
+	// every worker waiting on an answer, a tick is skipped.
 	WatchRate float64
+	// WideWatchers is the number of watches of the watch-wide phase,
+	// spread over WideConnections clients, its WideWatchEvents creates
+	// paced at WideWatchRate per second. A negative WideWatchers skips
+	// the phase.
+	WideWatchers    int
+	WideConnections int
+	WideWatchEvents int
+	WideWatchRate   float64
 	// Timeout bounds each operation, and the wait for watch deliveries
 	// after the last ConfigMap is created.
 	Timeout time.Duration
@@ -108,6 +138,10 @@ type Config struct {
 	// Otherwise they start at the revision the creates reached, as after
 	// an informer's list. It needs Hold.
 	WatchList bool
+	// ServerCPU, when not nil, reads the CPU time the API server has
+	// used, for the watch phases to report it per delivery; see
+	// ProcessCPU.
+	ServerCPU func() (time.Duration, error)
 	// Memory, when not nil, reads the API server's memory for the hold
 	// phase; see ProcessMemory.
 	Memory func(context.Context) (Memory, error)
@@ -126,9 +160,9 @@ type Result struct {
 	// PerSecond is Ops / Seconds.
 	PerSecond float64 `json:"perSecond"`
 	// P50 and P99 are latency percentiles of the operations; for the
-	// watch phase, of event delivery: the time a watcher received an
-	// event minus the time the create of that object was answered
-	// (zero when the event came first).
+	// watch phases, of event delivery: the time a watcher received an
+	// event minus the time just before the create of that object was
+	// sent.
 	P50 time.Duration `json:"p50Nanoseconds"`
 	P99 time.Duration `json:"p99Nanoseconds"`
 	// Bytes is the payload of each object (create), or the size of each
@@ -151,16 +185,25 @@ type Result struct {
 	BodyBytes       int64   `json:"bodyBytes,omitempty"`
 	// Watchers, Delivered and Expected describe the watch fan-out:
 	// Delivered events were received of Expected = Watchers × the events
-	// sent.
+	// sent. Connections is how many connections the watches' clients
+	// held open once they were open (with Config.REST).
 	// Rate is the pace asked of the watch phase's creates, per second;
 	// zero when they were not paced.
-	Rate      float64 `json:"rate,omitempty"`
-	Watchers  int     `json:"watchers,omitempty"`
-	Delivered int     `json:"delivered,omitempty"`
-	Expected  int     `json:"expected,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
+	Watchers    int     `json:"watchers,omitempty"`
+	Connections int     `json:"connections,omitempty"`
+	Delivered   int     `json:"delivered,omitempty"`
+	Expected    int     `json:"expected,omitempty"`
 	// Ratio is, for the create phase when etcd was measured, creates per
 	// second ÷ raw etcd puts per second.
 	Ratio float64 `json:"ratio,omitempty"`
+	// ClientCPU and ServerCPU are, for the watch phases, the CPU time
+	// per delivery of this process (its watchers, decoding every event,
+	// and its creates) and of the API server (with Config.ServerCPU),
+	// from the first create to the last delivery: figures that other
+	// load on the machine changes less than latency.
+	ClientCPU time.Duration `json:"clientCPUNanosecondsPerOp,omitempty"`
+	ServerCPU time.Duration `json:"serverCPUNanosecondsPerOp,omitempty"`
 	// RSSBytes is, for the hold phase, the API server's resident memory
 	// with every ConfigMap held and every watch open; PeakRSSBytes its
 	// highest since it started; BaseRSSBytes its resident memory before
@@ -192,6 +235,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"watch events", &c.WatchEvents, DefaultWatchEvents},
 		{"list objects", &c.ListObjects, DefaultListObjects},
 		{"list requests", &c.ListRequests, DefaultListRequests},
+		{"wide connections", &c.WideConnections, DefaultWideConnections},
+		{"wide watch events", &c.WideWatchEvents, DefaultWideWatchEvents},
 	} {
 		switch {
 		case *f.v < 0:
@@ -200,8 +245,26 @@ func (c Config) withDefaults() (Config, error) {
 			*f.v = f.def
 		}
 	}
-	if !(c.WatchRate >= 0 && c.WatchRate <= maxWatchRate) {
-		errs = append(errs, fmt.Errorf("watch rate must be between 0 and %g, got %g", float64(maxWatchRate), c.WatchRate))
+	for _, f := range []struct {
+		name string
+		v    *float64
+		def  float64
+	}{
+		{"watch rate", &c.WatchRate, DefaultWatchRate},
+		{"wide watch rate", &c.WideWatchRate, DefaultWideWatchRate},
+	} {
+		switch {
+		case !(*f.v >= 0 && *f.v <= maxWatchRate):
+			errs = append(errs, fmt.Errorf("%s must be between 0 and %g, got %g", f.name, float64(maxWatchRate), *f.v))
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	if c.WideWatchers == 0 {
+		c.WideWatchers = DefaultWideWatchers
+	}
+	if c.REST == nil {
+		c.WideWatchers = -1
 	}
 	if c.Hold < 0 {
 		errs = append(errs, fmt.Errorf("hold must not be negative, got %d", c.Hold))
@@ -265,13 +328,12 @@ func Run(ctx context.Context, c Config) (results []Result, err error) {
 	}
 	c.Logger.Info("bench started", "namespace", c.Namespace, "concurrency", c.Concurrency, "requests", c.Requests)
 
-	phases := []phase{
+	phases := append([]phase{
 		{PhaseCreate, one(r.create)},
 		{PhaseGet, one(r.get)},
 		{PhaseList, one(r.list)},
 		{PhaseListLarge, r.listLarge},
-		{PhaseWatch, one(r.watch)},
-	}
+	}, r.watchPhases()...)
 	switch {
 	case c.Hold > 0:
 		phases = []phase{{PhaseHold, one(r.hold)}}

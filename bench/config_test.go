@@ -19,7 +19,9 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if got.Concurrency != DefaultConcurrency || got.Requests != DefaultRequests || got.ObjectBytes != DefaultObjectBytes ||
 		got.Watchers != DefaultWatchers || got.WatchEvents != DefaultWatchEvents || got.Timeout != DefaultTimeout || got.Logger == nil ||
-		got.ListObjects != DefaultListObjects || got.ListRequests != DefaultListRequests {
+		got.ListObjects != DefaultListObjects || got.ListRequests != DefaultListRequests ||
+		got.WatchRate != DefaultWatchRate || got.WideConnections != DefaultWideConnections || got.WideWatchEvents != DefaultWideWatchEvents ||
+		got.WideWatchRate != DefaultWideWatchRate {
 		t.Errorf("withDefaults() = %+v, want every default", got)
 	}
 	if !strings.HasPrefix(got.Namespace, "trustplane-bench-") || len(got.Namespace) != len("trustplane-bench-")+8 {
@@ -34,6 +36,15 @@ func TestConfigDefaults(t *testing.T) {
 	if got, err := given.withDefaults(); err != nil || got.Namespace != "mine" || got.Concurrency != 1 || got.Requests != 2 ||
 		got.ObjectBytes != 3 || got.Watchers != 4 || got.WatchEvents != 5 || got.Timeout != time.Second || got.ListObjects != 8 || got.ListRequests != 9 {
 		t.Errorf("withDefaults() = %+v, %v, want the values given", got, err)
+	}
+
+	// The wide phase needs REST, to make clients of its own; only a
+	// hold runs without it.
+	if got, _ := (Config{Client: client, Hold: 7}).withDefaults(); got.WideWatchers >= 0 {
+		t.Errorf("withDefaults() without REST: %d wide watchers, want the phase skipped", got.WideWatchers)
+	}
+	if got, _ := (Config{Client: client, REST: &rest.Config{}}).withDefaults(); got.WideWatchers != DefaultWideWatchers {
+		t.Errorf("withDefaults() with REST: %d wide watchers, want %d", got.WideWatchers, DefaultWideWatchers)
 	}
 
 	if got, err := (Config{Client: client, Hold: 7, WatchList: true}).withDefaults(); err != nil || got.Hold != 7 || !got.WatchList {

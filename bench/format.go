@@ -91,11 +91,20 @@ func notes(r Result) string {
 	if r.Watchers > 0 {
 		n = append(n, fmt.Sprintf("%d watchers", r.Watchers))
 	}
+	if r.Connections > 0 {
+		n = append(n, fmt.Sprintf("%d connections", r.Connections))
+	}
 	if r.Rate > 0 {
 		n = append(n, fmt.Sprintf("%g events/s", r.Rate))
 	}
 	if r.Expected > 0 {
 		n = append(n, fmt.Sprintf("delivered %d/%d", r.Delivered, r.Expected))
+	}
+	if r.ClientCPU > 0 {
+		n = append(n, "client CPU "+formatDuration(r.ClientCPU)+"/op")
+	}
+	if r.ServerCPU > 0 {
+		n = append(n, "server CPU "+formatDuration(r.ServerCPU)+"/op")
 	}
 	if r.Items > 0 {
 		n = append(n, fmt.Sprintf("%d items/list", r.Items))

@@ -58,14 +58,18 @@ func runOps(ctx context.Context, n, concurrency int, timeout time.Duration, op f
 const (
 	secretPrefix    = "bench-"
 	configMapPrefix = "watch-"
+	burstPrefix     = "burst-"
+	widePrefix      = "wide-"
 	holdPrefix      = "hold-"
 	listPrefix      = "list-"
 )
 
-func secretName(i int) string    { return fmt.Sprintf("%s%06d", secretPrefix, i) }
-func configMapName(i int) string { return fmt.Sprintf("%s%06d", configMapPrefix, i) }
-func holdName(i int) string      { return fmt.Sprintf("%s%06d", holdPrefix, i) }
-func listName(i int) string      { return fmt.Sprintf("%s%06d", listPrefix, i) }
+func objectName(prefix string, i int) string { return fmt.Sprintf("%s%06d", prefix, i) }
+
+func secretName(i int) string    { return objectName(secretPrefix, i) }
+func configMapName(i int) string { return objectName(configMapPrefix, i) }
+func holdName(i int) string      { return objectName(holdPrefix, i) }
+func listName(i int) string      { return objectName(listPrefix, i) }
 
 // create makes Requests Secrets of ObjectBytes each.
 func (r *run) create(ctx context.Context) (Result, error) {

@@ -94,7 +94,7 @@ func invalidListOptions(err *field.Error) error {
 
 // watch streams the changes of a resource, from the watch cache, as
 // metav1.WatchEvents in the format the client asked for, flushing after
-// each event.
+// each batch of the events waiting.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *scope) {
 	ctx := r.Context()
 	sel, err := parseSelector(q, r)
@@ -195,6 +195,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *scope) {
 		}
 		return frame.Bytes(), nil
 	}
+	// send writes one event; the caller flushes.
 	send := func(typ watch.EventType, obj runtime.Object) error {
 		var frame []byte
 		var err error
@@ -220,11 +221,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *scope) {
 		if err != nil {
 			return err
 		}
-		if _, err := w.Write(frame); err != nil {
-			return err
-		}
-		return rc.Flush()
+		_, err = w.Write(frame)
+		return err
 	}
+	// bookmark writes a bookmark at rev; the caller flushes.
 	bookmark := func(rev int64, initialEnd bool) error {
 		obj := q.res.NewObject()
 		accessor, _ := meta.Accessor(obj)
@@ -249,43 +249,56 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, q *scope) {
 	initialPending := opts.sendInitialEvents
 	lastRev := startRev
 	if initialPending && initialLeft == 0 {
-		if bookmark(startRev, true) != nil {
+		if bookmark(startRev, true) != nil || rc.Flush() != nil {
 			return
 		}
 		initialPending = false
 	}
 	ticker := time.NewTicker(bookmarkInterval)
 	defer ticker.Stop()
+	var batch []storage.Event
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-watcher.Done():
+			return
 		case <-ticker.C:
 			if opts.bookmarks && !initialPending {
-				if bookmark(max(lastRev, cache.Revision()), false) != nil {
+				if bookmark(max(lastRev, cache.Revision()), false) != nil || rc.Flush() != nil {
 					return
 				}
 			}
-		case ev, ok := <-watcher.Events():
-			if !ok {
+		case <-watcher.Pending():
+			// Write every event waiting, then flush once: a burst
+			// goes out in as few frames and TLS records as the
+			// connection allows, as kube-apiserver's watch does by
+			// flushing only when its watcher's channel is empty.
+			var ok bool
+			if batch, ok = watcher.Take(batch); !ok {
 				return
 			}
-			ev.Object, ev.PrevObject = q.served(ev.Object), q.served(ev.PrevObject)
-			typ, obj := filterEvent(sel, ev)
-			if obj != nil {
-				if send(typ, obj) != nil {
-					return
+			for _, ev := range batch {
+				ev.Object, ev.PrevObject = q.served(ev.Object), q.served(ev.PrevObject)
+				typ, obj := filterEvent(sel, ev)
+				if obj != nil {
+					if send(typ, obj) != nil {
+						return
+					}
+				}
+				if ev.Rev > lastRev {
+					lastRev = ev.Rev
+				}
+				initialLeft--
+				if initialPending && initialLeft == 0 {
+					if bookmark(startRev, true) != nil {
+						return
+					}
+					initialPending = false
 				}
 			}
-			if ev.Rev > lastRev {
-				lastRev = ev.Rev
-			}
-			initialLeft--
-			if initialPending && initialLeft == 0 {
-				if bookmark(startRev, true) != nil {
-					return
-				}
-				initialPending = false
+			if rc.Flush() != nil {
+				return
 			}
 		}
 	}

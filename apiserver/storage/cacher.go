@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -488,77 +487,168 @@ func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
 // Watcher receives the events of a cache.
 //
 // Its initial events are not queued: it keeps the objects they are of, a
-// snapshot taken when the watch starts, and sends them before any change,
-// as it goes. A watch of every object of a large resource so costs one
-// pointer per object until it has sent them, not a queued event for each
-// for as long as it lives. Changes wait in a buffer of their own meanwhile.
+// snapshot taken when the watch starts, and hands them out before any
+// change, as it goes. A watch of every object of a large resource so costs
+// one pointer per object until it has sent them, not a queued event for
+// each for as long as it lives. Changes wait in a queue of their own
+// meanwhile.
+//
+// A client takes the events either in batches, with Pending, Take and
+// Done, from its own goroutine; or one at a time from Events, which starts
+// a goroutine to feed it. The first serves a watch to many watchers: the
+// cache's fan-out wakes each watcher's goroutine once for all it queued,
+// and a server writes a batch and flushes once.
 type Watcher struct {
 	// Initial is how many of the first events were there when the watch
 	// started: the current objects (rev 0) or the replayed history.
 	Initial int
 	c       *Cacher
 	prefix  string
-	// live queues the changes for forward; the cache sends to it without
-	// blocking, with c.mu held.
-	live chan Event
-	// out is what Events returns; forward sends to it and closes it.
-	out chan Event
-	// done is closed when the watch ends, which ends forward.
+	// buffer is how many changes may wait to be taken; one more ends
+	// the watch.
+	buffer int
+	// pending has a value when events may be waiting to be taken; the
+	// cache sends to it without blocking.
+	pending chan struct{}
+	// done is closed when the watch ends.
 	done chan struct{}
 	once sync.Once
+
+	mu sync.Mutex // guards the fields below
+	// queue is the changes not yet taken, oldest first.
+	queue []Event
+	// snapshot and replay hold the initial events not yet taken: the
+	// objects of a watch from revision 0 from snapshot.objects[sent:],
+	// at snapshotRev, or the history replayed to a resumed one. The
+	// watcher keeps snapshot itself, which it may share with other
+	// watches, until it has taken them all.
+	snapshot    *snapshot
+	sent        int
+	snapshotRev int64
+	replay      []Event
+
+	// out is what Events returns, fed by forward once Events is first
+	// called.
+	outOnce sync.Once
+	out     chan Event
 }
 
-// Events delivers the events; it is closed when the watch ends: Stop, a
-// relist of the cache, or a watcher too slow to keep up. Events still
-// queued when it ends are dropped: its client must watch again.
-func (w *Watcher) Events() <-chan Event { return w.out }
+// takeMax bounds a batch of initial events, so that a watch of many
+// objects is written and flushed as it goes.
+const takeMax = 100
 
-// send queues ev without blocking the cache; a watcher whose buffer is full
-// is stopped, and its client must watch again. Called with c.mu held.
+// Pending has a value when events may be waiting to be taken: call Take.
+func (w *Watcher) Pending() <-chan struct{} { return w.pending }
+
+// Done is closed when the watch ends: Stop, a relist of the cache, or a
+// watcher too slow to keep up. Events still queued are dropped: its client
+// must watch again.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Take returns the events waiting, oldest first, appended to buf[:0]:
+// initial events first (at most takeMax of them at a time), then the
+// changes queued. ok is false once the watch has ended. The events taken
+// are the caller's; buf should be the slice the last Take returned, whose
+// array Take then reuses.
+func (w *Watcher) Take(buf []Event) (events []Event, ok bool) {
+	clear(buf)
+	buf = buf[:0]
+	select {
+	case <-w.done:
+		return buf, false
+	default:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.snapshot != nil:
+		objects := w.snapshot.objects[w.sent:]
+		n := min(len(objects), takeMax)
+		for _, o := range objects[:n] {
+			buf = append(buf, Event{Type: watch.Added, Key: o.key, Object: o.obj, Rev: w.snapshotRev})
+		}
+		if w.sent += n; w.sent == len(w.snapshot.objects) {
+			w.snapshot = nil
+		}
+	case len(w.replay) > 0:
+		n := min(len(w.replay), takeMax)
+		buf = append(buf, w.replay[:n]...)
+		w.replay = w.replay[n:]
+	default:
+		// The queue is handed out whole, and buf's array queues the
+		// next changes.
+		buf, w.queue = w.queue, buf
+		return buf, true
+	}
+	if len(w.replay) == 0 {
+		w.replay = nil
+	}
+	// More is waiting: initial events left, or changes queued meanwhile.
+	w.signal()
+	return buf, true
+}
+
+// signal makes Pending ready, without blocking.
+func (w *Watcher) signal() {
+	select {
+	case w.pending <- struct{}{}:
+	default:
+	}
+}
+
+// Events delivers the events one at a time; it is closed when the watch
+// ends (see Done). The first call starts the goroutine that feeds it; a
+// client that calls Events must not call Take.
+func (w *Watcher) Events() <-chan Event {
+	w.outOnce.Do(func() {
+		w.out = make(chan Event)
+		go w.forward()
+	})
+	return w.out
+}
+
+// send queues ev without blocking the cache; a watcher with buffer changes
+// already waiting is stopped, and its client must watch again. Called with
+// c.mu held.
 func (w *Watcher) send(ev Event) {
 	if !keyMatches(ev.Key, w.prefix) {
 		return
 	}
-	select {
-	case w.live <- ev:
-	default:
-		w.stopLocked()
+	w.mu.Lock()
+	full := len(w.queue) >= w.buffer
+	if !full {
+		w.queue = append(w.queue, ev)
 	}
-}
-
-// forward sends the initial events, then the changes, to out until the
-// watch ends. It is the watcher's goroutine: Watch starts it, and done,
-// closed by stopLocked, stops it.
-func (w *Watcher) forward(initial iter.Seq[Event]) {
-	defer close(w.out)
-	if !w.sendInitial(initial) {
+	w.mu.Unlock()
+	if full {
+		w.stopLocked()
 		return
 	}
+	w.signal()
+}
+
+// forward feeds Events until the watch ends, and then closes it.
+func (w *Watcher) forward() {
+	defer close(w.out)
+	var batch []Event
 	for {
 		select {
-		case ev := <-w.live:
+		case <-w.pending:
+		case <-w.done:
+			return
+		}
+		var ok bool
+		if batch, ok = w.Take(batch); !ok {
+			return
+		}
+		for _, ev := range batch {
 			select {
 			case w.out <- ev:
 			case <-w.done:
 				return
 			}
-		case <-w.done:
-			return
 		}
 	}
-}
-
-// sendInitial sends the initial events, and reports whether the watch goes
-// on. Once it returns, nothing holds them for the watcher any more.
-func (w *Watcher) sendInitial(initial iter.Seq[Event]) bool {
-	for ev := range initial {
-		select {
-		case w.out <- ev:
-		case <-w.done:
-			return false
-		}
-	}
-	return true
 }
 
 func (w *Watcher) stopLocked() {
@@ -649,43 +739,36 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, rev int64, buffer int
 	if err := c.waitLocked(ctx, 0); err != nil {
 		return nil, 0, err
 	}
-	var initial iter.Seq[Event]
-	n := 0
+	w := &Watcher{
+		c:       c,
+		prefix:  prefix,
+		buffer:  buffer,
+		pending: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
 	start := rev
 	if rev == 0 {
 		start = c.rev
-		snap := c.snapshotLocked(prefix)
-		n = len(snap.objects)
-		initial = func(yield func(Event) bool) {
-			for _, o := range snap.objects {
-				if !yield(Event{Type: watch.Added, Key: o.key, Object: o.obj, Rev: start}) {
-					return
-				}
-			}
+		if snap := c.snapshotLocked(prefix); len(snap.objects) > 0 {
+			w.snapshot = snap
+			w.Initial = len(snap.objects)
 		}
+		w.snapshotRev = start
 	} else {
 		if rev < c.oldest {
 			return nil, 0, fmt.Errorf("%w: %d (oldest kept %d)", ErrExpired, rev, c.oldest)
 		}
-		var replay []Event
 		for _, ev := range c.events {
 			if ev.Rev > rev && keyMatches(ev.Key, prefix) {
-				replay = append(replay, ev)
+				w.replay = append(w.replay, ev)
 			}
 		}
-		n = len(replay)
-		initial = slices.Values(replay)
+		w.Initial = len(w.replay)
 	}
-	w := &Watcher{
-		Initial: n,
-		c:       c,
-		prefix:  prefix,
-		live:    make(chan Event, buffer),
-		out:     make(chan Event),
-		done:    make(chan struct{}),
+	if w.Initial > 0 {
+		w.signal()
 	}
 	c.watchers[w] = struct{}{}
-	go w.forward(initial)
 	return w, start, nil
 }
 

@@ -399,3 +399,89 @@ func TestCacherListsInPages(t *testing.T) {
 		t.Errorf("cache holds %q, want %q", got, want)
 	}
 }
+
+// Take hands out the initial events in batches, then every change queued
+// since the last Take at once, oldest first, and nothing more once a
+// change too many has ended the watch.
+func TestCacherTakeBatches(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	for i := range 120 {
+		createCM(t, s, "a", fmt.Sprintf("cm-%03d", i))
+	}
+	c := startCacher(t, s, 100)
+	w, _, err := c.Watch(ctx, storage.ListPrefix(configmaps, "a"), 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// waitFor waits until the cache has the change that made cm.
+	waitFor := func(cm *corev1.ConfigMap) {
+		t.Helper()
+		rev, _ := storage.ParseResourceVersion(cm.ResourceVersion)
+		if err := c.Wait(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(buf []storage.Event) []storage.Event {
+		t.Helper()
+		select {
+		case <-w.Pending():
+		case <-ctx.Done():
+			t.Fatal("nothing pending")
+		}
+		batch, ok := w.Take(buf)
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return batch
+	}
+
+	var batch []storage.Event
+	seen := map[string]bool{}
+	var sizes []int
+	for len(seen) < 120 {
+		batch = take(batch)
+		sizes = append(sizes, len(batch))
+		for _, ev := range batch {
+			if ev.Type != watch.Added || seen[name(ev)] {
+				t.Fatalf("initial event %s %s, want ADDED of one not seen yet", ev.Type, name(ev))
+			}
+			seen[name(ev)] = true
+		}
+	}
+	if !slices.Equal(sizes, []int{100, 20}) {
+		t.Errorf("initial events taken in batches of %v, want [100 20]", sizes)
+	}
+
+	var last *corev1.ConfigMap
+	for _, n := range []string{"new-1", "new-2", "new-3"} {
+		last = createCM(t, s, "a", n)
+	}
+	waitFor(last)
+	batch = take(batch)
+	var got []string
+	for _, ev := range batch {
+		got = append(got, name(ev))
+	}
+	if want := []string{"new-1", "new-2", "new-3"}; !slices.Equal(got, want) {
+		t.Errorf("changes taken at once %v, want %v", got, want)
+	}
+	if batch, ok := w.Take(batch); !ok || len(batch) != 0 {
+		t.Errorf("Take with nothing queued = %d events, %t; want none, true", len(batch), ok)
+	}
+
+	// Four changes untaken overflow the queue of three: the watch ends.
+	for _, n := range []string{"new-4", "new-5", "new-6", "new-7"} {
+		last = createCM(t, s, "a", n)
+	}
+	waitFor(last)
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("a watch four changes behind with room for three is not done")
+	}
+	if batch, ok := w.Take(batch); ok {
+		t.Errorf("Take after the watch ended = %d events, true; want false", len(batch))
+	}
+}

@@ -15,21 +15,25 @@ import (
 
 // benchFlags are the flags of `trustplane bench`.
 type benchFlags struct {
-	kubeconfig  string
-	dir         string
-	etcdServers []string
-	concurrency int
-	requests    int
-	objectBytes int
-	watchers    int
-	watchEvents int
-	listObjects int
-	listReqs    int
-	watchRate   float64
-	output      string
-	hold        int
-	watchList   bool
-	pid         int
+	kubeconfig      string
+	dir             string
+	etcdServers     []string
+	concurrency     int
+	requests        int
+	objectBytes     int
+	watchers        int
+	watchEvents     int
+	watchRate       float64
+	wideWatchers    int
+	wideConnections int
+	wideWatchEvents int
+	wideWatchRate   float64
+	listObjects     int
+	listReqs        int
+	output          string
+	hold            int
+	watchList       bool
+	pid             int
 }
 
 func (f *benchFlags) validate() error {
@@ -45,13 +49,23 @@ func (f *benchFlags) validate() error {
 		{"--watch-events", f.watchEvents},
 		{"--list-objects", f.listObjects},
 		{"--list-requests", f.listReqs},
+		{"--wide-watch-events", f.wideWatchEvents},
 	} {
 		if n.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d must be positive", n.name, n.v))
 		}
 	}
-	if !(f.watchRate >= 0) {
-		errs = append(errs, fmt.Errorf("--watch-rate %g must be positive or zero", f.watchRate))
+	if !(f.watchRate > 0) {
+		errs = append(errs, fmt.Errorf("--watch-rate %g must be positive", f.watchRate))
+	}
+	if f.wideWatchers < 0 {
+		errs = append(errs, fmt.Errorf("--wide-watchers %d must not be negative", f.wideWatchers))
+	}
+	if f.wideConnections <= 0 {
+		errs = append(errs, fmt.Errorf("--wide-connections %d must be positive", f.wideConnections))
+	}
+	if !(f.wideWatchRate > 0) {
+		errs = append(errs, fmt.Errorf("--wide-watch-rate %g must be positive", f.wideWatchRate))
 	}
 	if f.output != "table" && f.output != "json" {
 		errs = append(errs, fmt.Errorf("-o %q: want table or json", f.output))
@@ -62,8 +76,11 @@ func (f *benchFlags) validate() error {
 	if f.hold > 0 && f.pid <= 0 {
 		errs = append(errs, errors.New("--hold needs the --apiserver-pid of the API server to measure"))
 	}
-	if f.hold == 0 && (f.watchList || f.pid != 0) {
-		errs = append(errs, errors.New("--watch-list and --apiserver-pid are for --hold"))
+	if f.hold == 0 && f.watchList {
+		errs = append(errs, errors.New("--watch-list is for --hold"))
+	}
+	if f.pid < 0 {
+		errs = append(errs, fmt.Errorf("--apiserver-pid %d must be positive", f.pid))
 	}
 	if f.dir != "" && len(f.etcdServers) == 0 {
 		errs = append(errs, errors.New("--dir needs at least one --etcd-servers URL"))
@@ -73,15 +90,20 @@ func (f *benchFlags) validate() error {
 
 func newBenchCommand() *cobra.Command {
 	f := benchFlags{
-		etcdServers: []string{"https://127.0.0.1:2379"},
-		concurrency: bench.DefaultConcurrency,
-		requests:    bench.DefaultRequests,
-		objectBytes: bench.DefaultObjectBytes,
-		watchers:    bench.DefaultWatchers,
-		watchEvents: bench.DefaultWatchEvents,
-		listObjects: bench.DefaultListObjects,
-		listReqs:    bench.DefaultListRequests,
-		output:      "table",
+		etcdServers:     []string{"https://127.0.0.1:2379"},
+		concurrency:     bench.DefaultConcurrency,
+		requests:        bench.DefaultRequests,
+		objectBytes:     bench.DefaultObjectBytes,
+		watchers:        bench.DefaultWatchers,
+		watchEvents:     bench.DefaultWatchEvents,
+		watchRate:       bench.DefaultWatchRate,
+		wideWatchers:    bench.DefaultWideWatchers,
+		wideConnections: bench.DefaultWideConnections,
+		wideWatchEvents: bench.DefaultWideWatchEvents,
+		wideWatchRate:   bench.DefaultWideWatchRate,
+		listObjects:     bench.DefaultListObjects,
+		listReqs:        bench.DefaultListRequests,
+		output:          "table",
 	}
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -92,12 +114,24 @@ and p99 latency at --concurrency; then lists of --list-objects ConfigMaps of
 --object-bytes, one at a time, --list-requests of each variant: protobuf or
 JSON, resourceVersion "" (a consistent read) or "0" (the server's cache),
 with Accept-Encoding: gzip (client-go's default) or without, with the bytes
-of a list as decoded and as read from the connection; then --watchers
-watches of ConfigMaps, the
-share of --watch-events events each received and the p99 delivery latency.
-The events are created as fast as --concurrency allows, so that latency
-includes the queue of the burst; --watch-rate N paces them at N per second
-instead, to measure delivery under a load the cluster sustains.
+of a list as decoded and as read from the connection; then the watch
+fan-out, in three phases, each reporting the share of the events its
+watchers received and the p50 and p99 latency from just before each create
+to each delivery:
+
+  watch        --watchers watches of ConfigMaps, --watch-events creates paced
+               at --watch-rate per second: delivery under a load the cluster
+               sustains;
+  watch-burst  the same watchers, the creates as fast as --concurrency
+               allows: the latency includes the queue of the burst;
+  watch-wide   --wide-watchers watches spread over --wide-connections
+               clients, each with its own connections, --wide-watch-events
+               creates paced at --wide-watch-rate per second (0 watchers
+               skips it).
+
+The watches are in this process, each client with connections of its own,
+whose number each phase reports, with this process's CPU time per delivery
+and, given --apiserver-pid, the API server's (from /proc, on this machine).
 
 With --dir, it also puts values as large as one stored Secret straight into
 etcd, as the API server's etcd identity found in DIR/pki, and reports creates
@@ -134,21 +168,29 @@ this machine, freshly started: the peak counts from its start.`,
 				return fmt.Errorf("client for %s: %w", restConfig.Host, err)
 			}
 			c := bench.Config{
-				Client:       client,
-				REST:         restConfig,
-				ListObjects:  f.listObjects,
-				ListRequests: f.listReqs,
-				Concurrency:  f.concurrency,
-				Requests:     f.requests,
-				ObjectBytes:  f.objectBytes,
-				Watchers:     f.watchers,
-				WatchEvents:  f.watchEvents,
-				WatchRate:    f.watchRate,
-				Logger:       newLogger(),
-				Hold:         f.hold,
-				WatchList:    f.watchList,
+				Client:          client,
+				REST:            restConfig,
+				ListObjects:     f.listObjects,
+				ListRequests:    f.listReqs,
+				Concurrency:     f.concurrency,
+				Requests:        f.requests,
+				ObjectBytes:     f.objectBytes,
+				Watchers:        f.watchers,
+				WatchEvents:     f.watchEvents,
+				WatchRate:       f.watchRate,
+				WideWatchers:    f.wideWatchers,
+				WideConnections: f.wideConnections,
+				WideWatchEvents: f.wideWatchEvents,
+				WideWatchRate:   f.wideWatchRate,
+				Logger:          newLogger(),
+				Hold:            f.hold,
+				WatchList:       f.watchList,
+			}
+			if f.wideWatchers == 0 {
+				c.WideWatchers = -1
 			}
 			if f.pid > 0 {
+				c.ServerCPU = bench.ProcessCPU(f.pid)
 				c.Memory = bench.ProcessMemory(f.pid)
 				// A wrong PID fails now, not after the creates.
 				if _, err := c.Memory(ctx); err != nil {
@@ -188,10 +230,14 @@ this machine, freshly started: the peak counts from its start.`,
 	fs.IntVar(&f.listReqs, "list-requests", f.listReqs, "lists of each variant of the large lists")
 	fs.IntVar(&f.watchers, "watchers", f.watchers, "watches open during the watch fan-out")
 	fs.IntVar(&f.watchEvents, "watch-events", f.watchEvents, "ConfigMaps created while the watches are open")
-	fs.Float64Var(&f.watchRate, "watch-rate", 0, "events per second the watch phase creates; 0 creates them as fast as --concurrency allows")
+	fs.Float64Var(&f.watchRate, "watch-rate", f.watchRate, "events per second the watch phase creates")
+	fs.IntVar(&f.wideWatchers, "wide-watchers", f.wideWatchers, "watches open during the watch-wide phase; 0 skips it")
+	fs.IntVar(&f.wideConnections, "wide-connections", f.wideConnections, "clients, each with its own connections, that the watch-wide phase spreads its watches over")
+	fs.IntVar(&f.wideWatchEvents, "wide-watch-events", f.wideWatchEvents, "ConfigMaps created while the watch-wide phase's watches are open")
+	fs.Float64Var(&f.wideWatchRate, "wide-watch-rate", f.wideWatchRate, "events per second the watch-wide phase creates")
 	fs.IntVar(&f.hold, "hold", 0, "measure memory instead: ConfigMaps to create and watch before reading the API server's RSS")
 	fs.BoolVar(&f.watchList, "watch-list", false, "with --hold, watch with the watch-list protocol (sendInitialEvents) as client-go informers do")
-	fs.IntVar(&f.pid, "apiserver-pid", 0, "with --hold, the PID of the API server process, whose memory is read from /proc")
+	fs.IntVar(&f.pid, "apiserver-pid", 0, "the PID of the API server process, whose CPU time per watch delivery (and, with --hold, memory) is read from /proc")
 	fs.StringVarP(&f.output, "output", "o", f.output, "output format: table or json")
 	cmd.AddCommand(newBenchSchedulerCommand())
 	return cmd

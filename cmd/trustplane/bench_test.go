@@ -25,7 +25,8 @@ import (
 
 func TestBenchFlagsValidate(t *testing.T) {
 	valid := func() benchFlags {
-		return benchFlags{concurrency: 1, requests: 1, objectBytes: 1, watchers: 1, watchEvents: 1, listObjects: 1, listReqs: 1, output: "table"}
+		return benchFlags{concurrency: 1, requests: 1, objectBytes: 1, watchers: 1, watchEvents: 1, watchRate: 1,
+			wideWatchers: 1, wideConnections: 1, wideWatchEvents: 1, wideWatchRate: 1, listObjects: 1, listReqs: 1, output: "table"}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -42,12 +43,18 @@ func TestBenchFlagsValidate(t *testing.T) {
 		{"dir without etcd", func(f *benchFlags) { f.dir = "d" }, []string{"--etcd-servers"}},
 		{"paced watch", func(f *benchFlags) { f.watchRate = 20 }, nil},
 		{"negative watch rate", func(f *benchFlags) { f.watchRate = -1 }, []string{"--watch-rate -1"}},
+		{"zero watch rate", func(f *benchFlags) { f.watchRate = 0 }, []string{"--watch-rate 0"}},
+		{"no wide phase", func(f *benchFlags) { f.wideWatchers = 0 }, nil},
+		{"wide watch", func(f *benchFlags) {
+			f.wideWatchers, f.wideConnections, f.wideWatchRate = -1, 0, 0
+		}, []string{"--wide-watchers -1", "--wide-connections 0", "--wide-watch-rate 0"}},
 		{"hold", func(f *benchFlags) { f.hold, f.pid = 100000, 42 }, nil},
 		{"hold with watch list", func(f *benchFlags) { f.hold, f.pid, f.watchList = 1, 42, true }, nil},
 		{"negative hold", func(f *benchFlags) { f.hold, f.pid = -1, 42 }, []string{"--hold -1"}},
 		{"hold without pid", func(f *benchFlags) { f.hold = 1 }, []string{"--apiserver-pid"}},
 		{"watch list without hold", func(f *benchFlags) { f.watchList = true }, []string{"--watch-list"}},
-		{"pid without hold", func(f *benchFlags) { f.pid = 42 }, []string{"--apiserver-pid"}},
+		{"pid without hold", func(f *benchFlags) { f.pid = 42 }, nil},
+		{"negative pid", func(f *benchFlags) { f.pid = -1 }, []string{"--apiserver-pid -1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := valid()
@@ -68,7 +75,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	dir, etcdURL, adminConf := c.Dir, c.EtcdURL, c.AdminConf()
 
 	stdout, stderr, err := e2etest.Run(t, "bench", "--kubeconfig", adminConf, "--dir", dir, "--etcd-servers", etcdURL,
-		"--requests", "200", "--list-objects", "300", "--list-requests", "2", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200", "-o", "json")
+		"--requests", "200", "--list-objects", "300", "--list-requests", "2", "--watchers", "20", "--watch-events", "20", "--watch-rate", "200",
+		"--wide-watchers", "30", "--wide-connections", "3", "--wide-watch-events", "20", "--wide-watch-rate", "200", "--apiserver-pid", strconv.Itoa(c.PID()), "-o", "json")
 	if err != nil {
 		t.Fatalf("trustplane bench: %v\nstderr:\n%s", err, stderr)
 	}
@@ -93,7 +101,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		byPhase[r.Phase] = r
 		phases = append(phases, r.Phase)
 	}
-	wantPhases := []string{bench.PhaseCreate, bench.PhaseGet, bench.PhaseList, bench.PhaseWatch, bench.PhaseEtcdPut}
+	wantPhases := []string{bench.PhaseCreate, bench.PhaseGet, bench.PhaseList, bench.PhaseWatch, bench.PhaseWatchBurst, bench.PhaseWatchWide, bench.PhaseEtcdPut}
 	if !slices.Equal(phases, wantPhases) {
 		t.Errorf("phases %q, want %q", phases, wantPhases)
 	}
@@ -106,12 +114,29 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("list: %d items per list, want 200", r.Items)
 	}
 	checkLargeLists(t, large)
-	if r := byPhase[bench.PhaseWatch]; r.Expected != 20*20 || r.Delivered != r.Expected || r.Watchers != 20 {
-		t.Errorf("watch: %d watchers delivered %d of %d events, want 20 watchers and 400 of 400", r.Watchers, r.Delivered, r.Expected)
-	}
-	// 20 creates paced at 200/s take at least 20 ticks of 5 ms.
-	if r := byPhase[bench.PhaseWatch]; r.Rate != 200 || r.Seconds < 0.095 {
-		t.Errorf("watch: %g events/s over %.3fs, want 200/s over at least 0.095s", r.Rate, r.Seconds)
+	for _, w := range []struct {
+		phase                 string
+		watchers, connections int
+		rate                  float64
+	}{
+		// 20 watches on one client take one connection; 30 spread over
+		// three clients take one each.
+		{bench.PhaseWatch, 20, 1, 200},
+		{bench.PhaseWatchBurst, 20, 1, 0},
+		{bench.PhaseWatchWide, 30, 3, 200},
+	} {
+		r := byPhase[w.phase]
+		if r.Watchers != w.watchers || r.Expected != w.watchers*20 || r.Delivered != r.Expected || r.Connections != w.connections {
+			t.Errorf("%s: %d watchers over %d connections delivered %d of %d events, want %d watchers over %d and all %d",
+				w.phase, r.Watchers, r.Connections, r.Delivered, r.Expected, w.watchers, w.connections, w.watchers*20)
+		}
+		if r.P50 <= 0 || r.P99 < r.P50 || r.ClientCPU <= 0 {
+			t.Errorf("%s: p50 %s, p99 %s, client CPU %s per delivery; want 0 < p50 <= p99 and some CPU", w.phase, r.P50, r.P99, r.ClientCPU)
+		}
+		// 20 creates paced at 200/s take at least 20 ticks of 5 ms.
+		if r.Rate != w.rate || (w.rate > 0 && r.Seconds < 0.095) {
+			t.Errorf("%s: %g events/s over %.3fs, want %g/s and, paced, at least 0.095s", w.phase, r.Rate, r.Seconds, w.rate)
+		}
 	}
 	if r := byPhase[bench.PhaseEtcdPut]; r.Bytes <= 1024 {
 		t.Errorf("etcd-put: values of %d bytes, want more than the 1024-byte payload of a stored Secret", r.Bytes)
