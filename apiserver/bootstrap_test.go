@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/policies"
 	"github.com/trustplane/trustplane/rbac"
 )
@@ -118,6 +119,11 @@ func TestNamespaceControllerCoversEveryNamespacedResource(t *testing.T) {
 		n++
 		for _, verb := range []string{"list", "deletecollection", "delete"} {
 			attrs := authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: res.GVR.Group, APIVersion: res.GVR.Version, Resource: res.GVR.Resource, Namespace: "team", ResourceRequest: true}
+			if res.GVR.Group == "" && res.GVR.Resource == "secrets" {
+				// Of Secrets it has their metadata only, which the
+				// authorization filter asks for when secrets are refused.
+				attrs.Subresource = responses.MetadataSubresource
+			}
 			if d, reason, err := ts.server.authz.Authorize(ctx, attrs); d != authorizer.DecisionAllow {
 				t.Errorf("the namespace controller may not %s %s: %s %v", verb, res.GVR.GroupResource(), reason, err)
 			}
@@ -131,15 +137,15 @@ func TestNamespaceControllerCoversEveryNamespacedResource(t *testing.T) {
 // The garbage collector may list, watch, patch and delete every resource
 // the server serves that can own or be owned, cluster-scoped ones
 // included: a kind added to the registry without a rule in its role would
-// never be collected, nor its dependents. It may get nothing (a Secret
-// least of all: it looks owners up by lists of their name) and create
-// nothing.
+// never be collected, nor its dependents. It may get nothing (it looks
+// owners up by lists of their name) and create nothing, and of Secrets it
+// has only their metadata.
 func TestGarbageCollectorCoversEveryResource(t *testing.T) {
 	ts := startServer(t)
 	ctx := testContext(t)
 	u := &user.DefaultInfo{Name: rbac.ControllerUser("generic-garbage-collector"), Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated}}
-	authorize := func(verb string, gvr schema.GroupVersionResource, namespaced bool) authorizer.Decision {
-		attrs := authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource, ResourceRequest: true}
+	authorize := func(verb string, gvr schema.GroupVersionResource, namespaced bool, subresource string) authorizer.Decision {
+		attrs := authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version, Resource: gvr.Resource, Subresource: subresource, ResourceRequest: true}
 		if namespaced {
 			attrs.Namespace = "team"
 		}
@@ -157,9 +163,22 @@ func TestGarbageCollectorCoversEveryResource(t *testing.T) {
 			// The reviews, which every user may create of himself.
 			continue
 		}
+		// Of Secrets it has their metadata only, which the
+		// authorization filter asks for when secrets are refused.
+		sub, secrets := "", res.GVR.Group == "" && res.GVR.Resource == "secrets"
+		if secrets {
+			sub = responses.MetadataSubresource
+		}
 		for _, verb := range []string{"get", "create", "update"} {
-			if authorize(verb, res.GVR, res.Namespaced) == authorizer.DecisionAllow {
+			if authorize(verb, res.GVR, res.Namespaced, sub) == authorizer.DecisionAllow {
 				t.Errorf("the garbage collector may %s %s", verb, res.GVR.GroupResource())
+			}
+		}
+		if secrets {
+			for _, verb := range []string{"get", "list", "watch", "patch", "delete"} {
+				if authorize(verb, res.GVR, res.Namespaced, "") == authorizer.DecisionAllow {
+					t.Errorf("the garbage collector may %s whole %s", verb, res.GVR.GroupResource())
+				}
 			}
 		}
 		n++
@@ -167,7 +186,7 @@ func TestGarbageCollectorCoversEveryResource(t *testing.T) {
 			clusterScoped++
 		}
 		for _, verb := range []string{"list", "watch", "patch", "delete"} {
-			if authorize(verb, res.GVR, res.Namespaced) != authorizer.DecisionAllow {
+			if authorize(verb, res.GVR, res.Namespaced, sub) != authorizer.DecisionAllow {
 				t.Errorf("the garbage collector may not %s %s", verb, res.GVR.GroupResource())
 			}
 		}

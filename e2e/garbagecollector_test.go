@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -239,6 +240,43 @@ func TestGarbageCollector(t *testing.T) {
 		})
 	})
 
+	t.Run("Secrets, by their metadata", func(t *testing.T) {
+		// The collector's grant on Secrets is on their metadata: it
+		// still deletes a Secret whose owner goes, and patches the
+		// ownerReference out of one orphaned.
+		secretOf := func(owner, name string) {
+			t.Helper()
+			cm, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: cm.UID, BlockOwnerDeletion: ptrTo(true)}
+			if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{ref}},
+				Data:       map[string][]byte{"k": []byte("v")},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		secretOf("owner-fg", "owned-fg")
+		secretOf("owner-orphan", "owned-orphan")
+		kubectl("delete", "configmap", "owner-fg", "--cascade=foreground")
+		kubectl("delete", "configmap", "owner-orphan", "--cascade=orphan")
+		waitFor(t, "the owned Secret deleted, the orphan released", func(ctx context.Context) error {
+			if _, err := admin.CoreV1().Secrets(ns).Get(ctx, "owned-fg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("owned-fg: %v", err)
+			}
+			s, err := admin.CoreV1().Secrets(ns).Get(ctx, "owned-orphan", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(s.OwnerReferences) > 0 || string(s.Data["k"]) != "v" {
+				return fmt.Errorf("owned-orphan: owners %v, data %v", s.OwnerReferences, s.Data)
+			}
+			return nil
+		})
+	})
+
 	t.Run("its token", func(t *testing.T) {
 		if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, StringData: map[string]string{"password": "s3cret"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -247,6 +285,7 @@ func TestGarbageCollector(t *testing.T) {
 		if _, err := gc.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the collector reading a Secret: %v, want Forbidden", err)
 		}
+		listsMetadataOnly(t, gc, ns, "s3cret")
 		if _, err := gc.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-gc"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the collector creating a ConfigMap: %v, want Forbidden", err)
 		}
@@ -254,6 +293,25 @@ func TestGarbageCollector(t *testing.T) {
 			t.Errorf("the collector creating a pod: %v, want Forbidden", err)
 		}
 	})
+}
+
+// listsMetadataOnly checks that client, whose grant on Secrets is on
+// their metadata only, lists namespace's Secrets (as a typed client asks,
+// in JSON) as PartialObjectMetadata, without value in any form.
+func listsMetadataOnly(t *testing.T, client kubernetes.Interface, namespace, value string) {
+	t.Helper()
+	body, err := client.CoreV1().RESTClient().Get().Namespace(namespace).Resource("secrets").SetHeader("Accept", "application/json").DoRaw(t.Context())
+	if err != nil {
+		t.Fatalf("listing Secrets' metadata: %v", err)
+	}
+	for _, shown := range []string{value, base64.StdEncoding.EncodeToString([]byte(value)), `"data"`} {
+		if strings.Contains(string(body), shown) {
+			t.Fatalf("a Secret's data was listed (%q): %s", shown, body)
+		}
+	}
+	if !strings.Contains(string(body), `"kind":"PartialObjectMetadataList"`) {
+		t.Fatalf("want a PartialObjectMetadataList; got %s", body)
+	}
 }
 
 // podsOf are the pods of the Deployment name, by its pods' label.

@@ -156,7 +156,7 @@ func TestNamespaceControllerIdentity(t *testing.T) {
 	c := e2etest.StartCluster(t, "--controllers=false")
 	admin, adminCfg := clientFor(t, c.AdminConf())
 	ctx := t.Context()
-	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: map[string][]byte{"k": []byte("v")}}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: map[string][]byte{"k": []byte("value-never-listed")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	nc := tokenClient(t, admin, adminCfg, "namespace-controller")
@@ -168,6 +168,7 @@ func TestNamespaceControllerIdentity(t *testing.T) {
 	}
 	_, err := nc.CoreV1().Secrets("default").Get(ctx, "db", metav1.GetOptions{})
 	forbidden("the namespace controller gets a Secret", err)
+	listsMetadataOnly(t, nc, "default", "value-never-listed")
 	_, err = nc.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
 	forbidden("the namespace controller creates a pod", err)
 	_, err = nc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})

@@ -162,7 +162,10 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 	}
 	for _, name := range system {
 		for _, rule := range byName[name].Rules {
-			if name == ControllerRole("namespace-controller") && slices.Contains(rule.Resources, "secrets") {
+			if slices.Contains(rule.Resources, "secrets") {
+				t.Errorf("ClusterRole %s: rule %+v grants whole Secrets; want at most their metadata", name, rule)
+			}
+			if name == ControllerRole("namespace-controller") && slices.Contains(rule.Resources, "secrets/metadata") {
 				// It empties namespaces of Secrets too, by metadata: it
 				// may list and delete them, and nothing more.
 				if !slices.Equal(rule.Verbs, []string{"list", "delete", "deletecollection"}) {
@@ -170,11 +173,11 @@ func TestBootstrapPolicyNoBroadGrants(t *testing.T) {
 				}
 				continue
 			}
-			if name == ControllerRole("generic-garbage-collector") && slices.Contains(rule.Resources, "secrets") {
+			if name == ControllerRole("generic-garbage-collector") && slices.Contains(rule.Resources, "secrets/metadata") {
 				// It collects Secrets too, by metadata: it may list,
 				// watch, patch (finalizers, ownerReferences) and delete
 				// them, but get none, and only Secrets in this rule.
-				if !slices.Equal(rule.Verbs, []string{"list", "watch", "patch", "delete"}) || !slices.Equal(rule.Resources, []string{"secrets"}) {
+				if !slices.Equal(rule.Verbs, []string{"list", "watch", "patch", "delete"}) || !slices.Equal(rule.Resources, []string{"secrets/metadata"}) {
 					t.Errorf("ClusterRole %s: rule %+v; want secrets only listed, watched, patched and deleted", name, rule)
 				}
 				continue

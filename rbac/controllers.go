@@ -61,15 +61,17 @@ func Controllers() []Controller {
 		{
 			// Empties a namespace being deleted, kind by kind, through the
 			// API, then lets it go. It must list what it deletes; it reads
-			// only metadata (the client asks for PartialObjectMetadata),
-			// Secrets included. The resources are named, not "*": a kind
-			// added to the server must be added here (a test of the
-			// server's checks it).
+			// only metadata (the client asks for PartialObjectMetadata);
+			// of Secrets it is given only their metadata
+			// (secrets/metadata: the API server answers it with
+			// PartialObjectMetadata, whatever it asks). The resources
+			// are named, not "*": a kind added to the server must be
+			// added here (a test of the server's checks it).
 			Name:           "namespace",
 			ServiceAccount: "namespace-controller",
 			Rules: rules(
 				newRule("list", "delete", "deletecollection").groups(coreGroup).
-					resources("configmaps", "secrets", "pods", "services", "serviceaccounts", "events"),
+					resources("configmaps", "secrets/metadata", "pods", "services", "serviceaccounts", "events"),
 				newRule("list", "delete", "deletecollection").groups(discoveryGroup).resources("endpointslices"),
 				newRule("list", "delete", "deletecollection").groups(eventsGroup).resources("events"),
 				newRule("list", "delete", "deletecollection").groups(appsGroup).
@@ -165,10 +167,12 @@ func Controllers() []Controller {
 			// deletes: it watches every kind that can own or be owned
 			// (events aside, as kube's), cluster-scoped ones included,
 			// and reads only their metadata (its clients ask for
-			// PartialObjectMetadata). Secrets are the exception it is
-			// given: it must list and watch them to know their owners,
-			// and patch and delete them to collect them, but it has no
-			// get on them, nor on anything else (it looks an owner up by
+			// PartialObjectMetadata). Of Secrets it is given only their
+			// metadata (secrets/metadata): it lists and watches them
+			// to know their owners, and patches and deletes them to
+			// collect them, answered with PartialObjectMetadata whatever
+			// it asks, and its patches may change nothing but metadata.
+			// It has no get on them, nor on anything else (it looks an owner up by
 			// a list of its name), and it creates nothing. The resources
 			// are named, not "*": a kind added to the server must be
 			// added here (a test of the server's checks it).
@@ -177,7 +181,7 @@ func Controllers() []Controller {
 			Rules: rules(
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).
 					resources("configmaps", "pods", "serviceaccounts", "services", "namespaces", "nodes"),
-				newRule("list", "watch", "patch", "delete").groups(coreGroup).resources("secrets"),
+				newRule("list", "watch", "patch", "delete").groups(coreGroup).resources("secrets/metadata"),
 				newRule("list", "watch", "patch", "delete").groups(appsGroup).
 					resources("deployments", "replicasets", "statefulsets", "daemonsets", "controllerrevisions"),
 				newRule("list", "watch", "patch", "delete").groups(coordinationGroup).resources("leases"),

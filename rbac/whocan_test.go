@@ -108,17 +108,18 @@ var whoCanCases = []struct {
 	{name: "list secrets in all namespaces", attrs: resourceRequest(nil, "list", "", "secrets", "", ""), want: []Grant{
 		crbGrant(groupSubject("auditors"), "readers", "secret-reader"),
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
-		crbGrant(serviceAccountSubject("kube-system", "generic-garbage-collector"), "system:controller:generic-garbage-collector", "system:controller:generic-garbage-collector"),
-		crbGrant(serviceAccountSubject("kube-system", "namespace-controller"), "system:controller:namespace-controller", "system:controller:namespace-controller"),
 		crbGrant(serviceAccountSubject("kube-system", "reader"), "readers", "secret-reader"),
 		crbGrant(userSubject("carol"), "readers", "secret-reader"),
 	}},
 	{name: "delete secret in a", attrs: resourceRequest(nil, "delete", "", "secrets", "a", "tls"), want: []Grant{
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
+	}},
+	{name: "get secret in b", attrs: resourceRequest(nil, "get", "", "secrets", "b", "tls")},
+	{name: "list secrets' metadata in a", attrs: resourceRequest(nil, "list", "", "secrets/metadata", "a", ""), want: []Grant{
+		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),
 		crbGrant(serviceAccountSubject("kube-system", "generic-garbage-collector"), "system:controller:generic-garbage-collector", "system:controller:generic-garbage-collector"),
 		crbGrant(serviceAccountSubject("kube-system", "namespace-controller"), "system:controller:namespace-controller", "system:controller:namespace-controller"),
 	}},
-	{name: "get secret in b", attrs: resourceRequest(nil, "get", "", "secrets", "b", "tls")},
 	{name: "create deployments in a", attrs: resourceRequest(nil, "create", "apps", "deployments", "a", ""), want: []Grant{
 		rbGrant(groupSubject("devs"), "a", "deploy", "Role", "deployer"),
 		crbGrant(groupSubject(ClusterAdminsGroup), "trustplane:cluster-admins", "cluster-admin"),

@@ -32,6 +32,16 @@ func WithAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		ctx := r.Context()
 		attrs := attributesFrom(ctx, r)
 		decision, reason, err := authz.Authorize(ctx, attrs)
+		if decision != authorizer.DecisionAllow && err == nil && metadataGrantable(attrs) {
+			// Not allowed the Secret itself: maybe its metadata.
+			meta := metadataAttributes(attrs)
+			if d, why, err := authz.Authorize(ctx, meta); d == authorizer.DecisionAllow && err == nil {
+				audit.Annotate(ctx, DecisionAnnotation, "allow")
+				audit.Annotate(ctx, ReasonAnnotation, why+" (metadata only)")
+				next.ServeHTTP(w, r.WithContext(responses.WithMetadataOnly(ctx)))
+				return
+			}
+		}
 		if decision == authorizer.DecisionAllow {
 			audit.Annotate(ctx, DecisionAnnotation, "allow")
 			audit.Annotate(ctx, ReasonAnnotation, reason)
@@ -61,6 +71,37 @@ func WithAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		st := apierrors.NewForbidden(gr, attrs.GetName(), errors.New(msg)).Status()
 		responses.WriteStatus(w, &st)
 	})
+}
+
+// metadataGrantable reports whether a grant on the metadata subresource
+// (responses.MetadataSubresource) may allow the request: a read, a patch or
+// a delete of Secrets themselves. Only Secrets have one: theirs is the
+// data no controller that only tracks owners and finalizers should see.
+func metadataGrantable(a authorizer.Attributes) bool {
+	if !a.IsResourceRequest() || a.GetAPIGroup() != "" || a.GetResource() != "secrets" || a.GetSubresource() != "" {
+		return false
+	}
+	switch a.GetVerb() {
+	case "get", "list", "watch", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// metadataAttributes is a, asked of the metadata subresource.
+func metadataAttributes(a authorizer.Attributes) authorizer.Attributes {
+	return authorizer.AttributesRecord{
+		User:            a.GetUser(),
+		Verb:            a.GetVerb(),
+		Namespace:       a.GetNamespace(),
+		APIGroup:        a.GetAPIGroup(),
+		APIVersion:      a.GetAPIVersion(),
+		Resource:        a.GetResource(),
+		Subresource:     responses.MetadataSubresource,
+		Name:            a.GetName(),
+		ResourceRequest: true,
+		Path:            a.GetPath(),
+	}
 }
 
 // forbiddenMessage words a refusal as kube-apiserver does.

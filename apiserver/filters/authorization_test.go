@@ -7,11 +7,14 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/trustplane/trustplane/apiserver/responses"
 )
 
 // attrsString is what the authorizer is asked, in one line.
@@ -137,6 +140,72 @@ func TestAuthorization(t *testing.T) {
 			}
 			if !strings.Contains(log.String(), internal) {
 				t.Errorf("the log lacks the authorizer's error: %s", log)
+			}
+		})
+	}
+}
+
+// TestAuthorizationMetadataGrant: a request refused on secrets is asked
+// again of secrets/metadata, and allowed by it only as metadata; no other
+// resource, subresource or verb is, and an error asks nothing more.
+func TestAuthorizationMetadataGrant(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		method, target string
+		firstErr       error
+		wantAsked      []string
+		wantMetadata   bool // next runs, with responses.MetadataOnly
+	}{
+		{name: "list", method: "GET", target: "/api/v1/namespaces/ns/secrets",
+			wantAsked: []string{"x list /secrets/ ns/", "x list /secrets/metadata ns/"}, wantMetadata: true},
+		{name: "watch across namespaces", method: "GET", target: "/api/v1/secrets?watch=1",
+			wantAsked: []string{"x watch /secrets/ /", "x watch /secrets/metadata /"}, wantMetadata: true},
+		{name: "patch", method: "PATCH", target: "/api/v1/namespaces/ns/secrets/s",
+			wantAsked: []string{"x patch /secrets/ ns/s", "x patch /secrets/metadata ns/s"}, wantMetadata: true},
+		{name: "deletecollection", method: "DELETE", target: "/api/v1/namespaces/ns/secrets",
+			wantAsked: []string{"x deletecollection /secrets/ ns/", "x deletecollection /secrets/metadata ns/"}, wantMetadata: true},
+		{name: "create", method: "POST", target: "/api/v1/namespaces/ns/secrets",
+			wantAsked: []string{"x create /secrets/ ns/"}},
+		{name: "update", method: "PUT", target: "/api/v1/namespaces/ns/secrets/s",
+			wantAsked: []string{"x update /secrets/ ns/s"}},
+		{name: "another resource", method: "GET", target: "/api/v1/namespaces/ns/configmaps",
+			wantAsked: []string{"x list /configmaps/ ns/"}},
+		{name: "secrets of another group", method: "GET", target: "/apis/example.com/v1/namespaces/ns/secrets",
+			wantAsked: []string{"x list example.com/secrets/ ns/"}},
+		{name: "an authorizer error", method: "GET", target: "/api/v1/namespaces/ns/secrets", firstErr: errors.New("not synced"),
+			wantAsked: []string{"x list /secrets/ ns/"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var asked []string
+			authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+				asked = append(asked, attrsString(a))
+				if len(asked) == 1 {
+					return authorizer.DecisionNoOpinion, "", tt.firstErr
+				}
+				if a.GetSubresource() == responses.MetadataSubresource {
+					return authorizer.DecisionAllow, `RBAC: allowed by ClusterRoleBinding "gc"`, nil
+				}
+				return authorizer.DecisionNoOpinion, "", nil
+			})
+			ran, metadataOnly := false, false
+			logger, _ := newLogger()
+			h := WithAuthorization(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				ran, metadataOnly = true, responses.MetadataOnly(r.Context())
+			}), authz, logger)
+			r, record := withAuditRecord(newRequest(t, tt.method, tt.target, &user.DefaultInfo{Name: "x"}))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if !slices.Equal(asked, tt.wantAsked) {
+				t.Errorf("asked %q, want %q", asked, tt.wantAsked)
+			}
+			if ran != tt.wantMetadata || metadataOnly != tt.wantMetadata {
+				t.Fatalf("next ran %v, metadata only %v; want %v (answered %d %s)", ran, metadataOnly, tt.wantMetadata, rec.Code, rec.Body)
+			}
+			if tt.wantMetadata {
+				want := `RBAC: allowed by ClusterRoleBinding "gc" (metadata only)`
+				if got := filled(record).Annotations[ReasonAnnotation]; got != want {
+					t.Errorf("audited reason %q, want %q", got, want)
+				}
 			}
 		})
 	}

@@ -144,6 +144,9 @@ func (h *Handler) patchRoute(q *scope) *writeRoute {
 		if err != nil {
 			return nil, err
 		}
+		if err := metadataOnlyPatch(r.Context(), q, old, patched); err != nil {
+			return nil, err
+		}
 		if q.subresource == "status" {
 			// Only the status of the patched object is taken.
 			copyStatus(old, patched)
@@ -176,6 +179,9 @@ func (h *Handler) patchRoute(q *scope) *writeRoute {
 	route.build = func(ctx context.Context, w http.ResponseWriter, r *http.Request, in *writeInput, a *attempt) error {
 		if a.op != admission.Create {
 			return build(ctx, w, r, in, a)
+		}
+		if responses.MetadataOnly(ctx) {
+			return metadataOnlyRefusal(q)
 		}
 		in.opts = patchToCreateOptions(p.opts)
 		obj, warnings, err := m.Patch(nil, p.request(r.UserAgent()))
@@ -217,6 +223,28 @@ func (h *Handler) patchRoute(q *scope) *writeRoute {
 		h.respond.Object(w, r, code, results[0])
 	}
 	return route
+}
+
+// metadataOnlyPatch refuses a patch allowed only by a grant on metadata
+// that changes more than the object's metadata.
+func metadataOnlyPatch(ctx context.Context, q *scope, old, patched runtime.Object) error {
+	if !responses.MetadataOnly(ctx) {
+		return nil
+	}
+	same, err := responses.SameButMetadata(old, patched)
+	if err != nil {
+		return err
+	}
+	if !same {
+		return metadataOnlyRefusal(q)
+	}
+	return nil
+}
+
+// metadataOnlyRefusal is the 403 of a write beyond a metadata grant.
+func metadataOnlyRefusal(q *scope) error {
+	return apierrors.NewForbidden(q.res.GroupResource(), q.name,
+		fmt.Errorf("a grant on %s/%s allows changes of metadata only", q.res.GVR.Resource, responses.MetadataSubresource))
 }
 
 // setsResourceVersion reports whether a patch names a resourceVersion,

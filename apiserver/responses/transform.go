@@ -47,6 +47,19 @@ func Transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 		return obj, nil
 	}
 	gv := metav1.SchemeGroupVersion
+	if MetadataOnly(r.Context()) {
+		// Negotiate forced the conversion: only its list-ness is
+		// the object's, and a Status (a delete's answer) carries no
+		// object.
+		if _, isStatus := obj.(*metav1.Status); isStatus {
+			return obj, nil
+		}
+		kind := "PartialObjectMetadata"
+		if meta.IsListType(obj) {
+			kind = "PartialObjectMetadataList"
+		}
+		target = &schema.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: kind}
+	}
 	switch target.Kind {
 	case "Table":
 		if _, isStatus := obj.(*metav1.Status); isStatus {

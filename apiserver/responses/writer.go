@@ -215,8 +215,15 @@ func NotFound() error {
 }
 
 // Negotiate picks the output format and the transformation asked for.
+// A request allowed only by a grant on metadata (MetadataOnly) is
+// answered with PartialObjectMetadata in the format it asked for, whatever
+// conversion it asked for, or none.
 func (rs *Writer) Negotiate(r *http.Request) (negotiation.MediaTypeOptions, runtime.SerializerInfo, error) {
-	return negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
+	opts, info, err := negotiation.NegotiateOutputMediaType(r, rs.codecs, transformRestrictions{})
+	if err == nil && MetadataOnly(r.Context()) {
+		opts.Convert = &metadataConversion
+	}
+	return opts, info, err
 }
 
 // WarningRecorder adds the warnings recorded with k8s.io/apiserver's
