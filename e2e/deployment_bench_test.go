@@ -29,23 +29,23 @@ import (
 // to 1,000 Running: the API server and the nodes without the controllers
 // and the scheduler. It reports both times, their ratio, the rollout's
 // time, and the controller manager's CPU per pod created. The controllers'
-// clients are limited to BENCH_CM_QPS requests per second (default 20,
-// kube-controller-manager's), burst twice that.
+// clients have the controller manager's defaults (controllers.DefaultQPS
+// and DefaultBurst), or BENCH_CM_QPS requests per second, burst twice
+// that (20 is kube-controller-manager's default).
 //
 //	go test ./e2e -run '^$' -bench Deployment1000 -benchtime 1x
-//	BENCH_CM_QPS=500 go test ./e2e -run '^$' -bench Deployment1000 -benchtime 1x
+//	BENCH_CM_QPS=20 go test ./e2e -run '^$' -bench Deployment1000 -benchtime 1x
 func BenchmarkDeployment1000(b *testing.B) {
 	const (
 		replicas = 1000
 		nodes    = 100
 	)
-	qps := 20
-	if v, err := strconv.Atoi(os.Getenv("BENCH_CM_QPS")); err == nil && v > 0 {
-		qps = v
-	}
 	c := e2etest.StartCluster(b, "--controllers=false")
-	manager := e2etest.Start(b, exec.Command(e2etest.Binary(b), "controller-manager", "--dir", c.Dir,
-		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps)))
+	args := []string{"controller-manager", "--dir", c.Dir}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CM_QPS")); err == nil && v > 0 {
+		args = append(args, "--kube-api-qps", strconv.Itoa(v), "--kube-api-burst", strconv.Itoa(2*v))
+	}
+	manager := e2etest.Start(b, exec.Command(e2etest.Binary(b), args...))
 	manager.WaitLine(b, "controller manager running: ")
 	c.WaitForServiceAccount(b, metav1.NamespaceDefault)
 	admin, _ := clientFor(b, c.AdminConf())

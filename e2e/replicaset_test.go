@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/trustplane/trustplane/controllers"
 	"github.com/trustplane/trustplane/e2e/e2etest"
 )
 
@@ -563,8 +564,9 @@ func TestReplicaSetKubectlScale(t *testing.T) {
 // BenchmarkReplicaSet1000 measures how long the controller manager, run
 // as its own process, takes to create the 1,000 pods of one ReplicaSet
 // (no nodes: they stay Pending), against a baseline in the same run: the
-// admin creating 1,000 pods with the same client rate limit (20 per
-// second, burst 30) at a concurrency of 32. It reports both times, their
+// admin creating 1,000 pods with the same client rate limit (the
+// controller manager's default, controllers.DefaultQPS and DefaultBurst)
+// at a concurrency of 32. It reports both times, their
 // ratio, and the controller manager's CPU per pod created.
 //
 //	go test ./e2e -run '^$' -bench ReplicaSet1000 -benchtime 1x
@@ -578,7 +580,7 @@ func BenchmarkReplicaSet1000(b *testing.B) {
 	ctx := b.Context()
 
 	limited := rest.CopyConfig(adminCfg)
-	limited.QPS, limited.Burst = 20, 30
+	limited.QPS, limited.Burst = controllers.DefaultQPS, controllers.DefaultBurst
 	baselineClient, err := kubernetes.NewForConfig(limited)
 	if err != nil {
 		b.Fatal(err)

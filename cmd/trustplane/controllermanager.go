@@ -81,8 +81,8 @@ not tolerate the taint, or once their tolerationSeconds have passed.`,
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "the controller manager's kubeconfig (default DIR/controller-manager.conf)")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: *, names, -name")
 	fs.IntVar(&workers, "concurrent-syncs", 5, "keys each controller syncs at once")
-	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second of each controller's client (kube-controller-manager's default)")
-	fs.IntVar(&burst, "kube-api-burst", 30, "requests in a burst of each controller's client")
+	fs.Float32Var(&qps, "kube-api-qps", controllers.DefaultQPS, "requests per second of each controller's client (kube-controller-manager's default is 20)")
+	fs.IntVar(&burst, "kube-api-burst", controllers.DefaultBurst, "requests in a burst of each controller's client (kube-controller-manager's default is 30)")
 	signing.addTo(fs)
 	lifecycle.addTo(fs)
 	return cmd
