@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/trustplane/trustplane/apiserver/storage/encryption"
 	"github.com/trustplane/trustplane/datadir"
@@ -95,7 +95,7 @@ key names, never key material.`,
 				return badInput(err)
 			}
 			restConfig.QPS, restConfig.Burst = qps, max(1, int(qps))
-			dyn, err := dynamic.NewForConfig(restConfig)
+			md, err := metadata.NewForConfig(restConfig)
 			if err != nil {
 				return badInput(err)
 			}
@@ -116,7 +116,7 @@ key names, never key material.`,
 				ConfigPath:  l.EncryptionConfig(),
 				Etcd:        cli,
 				Scanner:     encryption.Scanner{Client: cli, PageSize: pageSize},
-				Rewriter:    encryption.APIRewriter{Client: dyn, Versions: versions},
+				Rewriter:    encryption.APIRewriter{Client: md, Versions: versions},
 				Stored:      groupResources(stored),
 				Workers:     workers,
 				WaitTimeout: waitTimeout,
