@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestRotateKeyUnderTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report, err := encryption.Status(ctx, encryption.Scanner{Client: cli}, cfg, []schema.GroupResource{secrets})
+	report, err := encryption.Status(ctx, encryption.Scanner{Client: cli}, cfg, []schema.GroupResource{secrets}, encryption.PluginProbe(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +173,22 @@ func TestRotateKeyUnderTheAPIServer(t *testing.T) {
 	if _, err := p.Reload(); err != nil {
 		t.Fatal(err)
 	}
+	// verify asks the plugin, which no longer holds the old key.
+	report, err = encryption.Status(ctx, encryption.Scanner{Client: cli}, cfg, []schema.GroupResource{secrets}, encryption.PluginProbe(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flagged []string
+	for _, pr := range report.Problems {
+		if pr.Under.KeyID != oldID || !strings.Contains(pr.Reason, "no longer holds") {
+			t.Errorf("problem %s; want only objects under the removed key id %s", pr, oldID)
+		}
+		flagged = append(flagged, pr.Name)
+	}
+	if !slices.Contains(flagged, "default/before") || len(flagged) != counts[oldID] {
+		t.Errorf("verify flagged %v; want the %d objects under %s, default/before among them", flagged, counts[oldID], oldID)
+	}
+
 	_, restarted := newStore()
 	err = read(restarted, "before")
 	if err == nil {

@@ -41,6 +41,9 @@ type secretsEncryptFlags struct {
 	dir         string
 	etcdServers []string
 	output      string
+	// probeKMS asks each KMS v2 plugin whether it still holds the keys
+	// objects are stored under (verify).
+	probeKMS bool
 }
 
 func (f *secretsEncryptFlags) addTo(fs *pflag.FlagSet) {
@@ -72,7 +75,11 @@ func (f *secretsEncryptFlags) scan(cmd *cobra.Command) (*encryption.Report, erro
 	if err != nil {
 		return nil, err
 	}
-	report, err := encryption.Status(cmd.Context(), encryption.Scanner{Client: cli}, cfg, groupResources(stored))
+	var probe encryption.KMSProbe
+	if f.probeKMS {
+		probe = encryption.PluginProbe(cmd.Context())
+	}
+	report, err := encryption.Status(cmd.Context(), encryption.Scanner{Client: cli}, cfg, groupResources(stored), probe)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -117,9 +124,10 @@ func storedResources() ([]schema.GroupVersionResource, error) {
 	return out, nil
 }
 
-// newScanCommand is a command that scans etcd, then reports with show.
-func newScanCommand(use, short, long string, show func(out io.Writer, f *secretsEncryptFlags, report *encryption.Report) error) *cobra.Command {
-	var f secretsEncryptFlags
+// newScanCommand is a command that scans etcd, then reports with show;
+// with probeKMS it asks the KMS v2 plugins too (secretsEncryptFlags).
+func newScanCommand(use, short, long string, probeKMS bool, show func(out io.Writer, f *secretsEncryptFlags, report *encryption.Report) error) *cobra.Command {
+	f := secretsEncryptFlags{probeKMS: probeKMS}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -155,7 +163,7 @@ func newSecretsEncryptStatusCommand() *cobra.Command {
 are stored under, every key of its providers in order, and how many of its
 objects etcd holds under each key or in plain text, all read at one etcd
 revision. A key that objects are stored under but the configuration does
-not have is listed too, marked "not in the configuration".`,
+not have is listed too, marked "not in the configuration".`, false,
 		func(out io.Writer, f *secretsEncryptFlags, report *encryption.Report) error {
 			report.Problems = nil
 			if f.output == "json" {
@@ -170,8 +178,11 @@ func newSecretsEncryptVerifyCommand() *cobra.Command {
 		"Fail if an object of an encrypted resource is in plain text or under a key not in the configuration",
 		`Scan etcd as status does and name each object of an encrypted resource
 stored in plain text, and each object stored under a key the
-configuration does not have (it could not be read). Exit status 1 when
-there is one, 2 when the scan could not run.`,
+configuration does not have (it could not be read), or under a KMS v2
+key id that its plugin no longer holds: verify asks each plugin once per
+key id found whether it can open a data key sealed under it, as the API
+server would. Exit status 1 when there is one, 2 when the scan could not
+run or a plugin could not be asked.`, true,
 		func(out io.Writer, f *secretsEncryptFlags, report *encryption.Report) error {
 			if f.output == "json" {
 				if err := writeJSON(out, report); err != nil {

@@ -79,6 +79,14 @@ type Config struct {
 	// rules maps each resource pattern of the file to its keys, in the
 	// loader's order: a resource listed twice has both lists.
 	rules map[schema.GroupResource]Rule
+	// kmsEndpoints are the KMS v2 providers' plugins, by provider name.
+	kmsEndpoints map[string]string
+}
+
+// KMSEndpoint is the endpoint of the plugin of the KMS v2 provider name.
+func (c *Config) KMSEndpoint(name string) (string, bool) {
+	e, ok := c.kmsEndpoints[name]
+	return e, ok
 }
 
 // ReadConfig reads an apiserver.config.k8s.io/v1 EncryptionConfiguration.
@@ -88,10 +96,13 @@ func ReadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{rules: map[schema.GroupResource]Rule{}}
+	c := &Config{rules: map[schema.GroupResource]Rule{}, kmsEndpoints: map[string]string{}}
 	for i, rc := range f.cfg.Resources {
 		var keys []Key
 		for j, p := range rc.Providers {
+			if p.KMS != nil && p.KMS.APIVersion == "v2" {
+				c.kmsEndpoints[p.KMS.Name] = p.KMS.Endpoint
+			}
 			k, err := providerKeys(p)
 			if err != nil {
 				return nil, fmt.Errorf("encryption config %s: resources[%d].providers[%d]: %w", path, i, j, err)

@@ -12,8 +12,12 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2"
+	kmstypes "k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2/v2"
+	kmsservice "k8s.io/kms/pkg/service"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
 )
@@ -304,6 +308,35 @@ func pluginKeyID(ctx context.Context, endpoint string) (string, error) {
 		return "", fmt.Errorf("the plugin is not healthy: %q", st.Healthz)
 	}
 	return st.KeyID, nil
+}
+
+// PluginProbe is the KMSProbe that asks the plugin at the provider's
+// endpoint, as the API server does: it sends the data key to Decrypt and
+// drops what comes back. The connections last as long as ctx.
+func PluginProbe(ctx context.Context) KMSProbe {
+	services := map[string]kmsservice.Service{}
+	return func(callCtx context.Context, cfg *Config, provider string, dataKey *kmstypes.EncryptedObject) error {
+		endpoint, ok := cfg.KMSEndpoint(provider)
+		if !ok {
+			return fmt.Errorf("no KMS v2 provider %s in the configuration", provider)
+		}
+		svc := services[endpoint]
+		if svc == nil {
+			var err error
+			if svc, err = kmsv2.NewGRPCService(ctx, endpoint, provider, 10*time.Second); err != nil {
+				return err
+			}
+			services[endpoint] = svc
+		}
+		_, err := svc.Decrypt(callCtx, "verify", &kmsservice.DecryptRequest{Ciphertext: dataKey.EncryptedDEKSource, KeyID: dataKey.KeyID, Annotations: dataKey.Annotations})
+		switch status.Code(err) {
+		case codes.OK:
+			return nil
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrCannotOpen, status.Convert(err).Message())
+	}
 }
 
 // waitKeyID waits until the API server writes under the plugin's new key

@@ -3,6 +3,7 @@ package encryption
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,21 +24,30 @@ var secrets = schema.GroupResource{Resource: "secrets"}
 // key id in clear (kube's format). A value without the encrypted prefix
 // is plain text; one with a provider the scan does not know is Unknown.
 func KeyOf(value []byte) Key {
+	k, _ := keyOf(value)
+	return k
+}
+
+// keyOf is KeyOf, and for a KMS v2 value its data key as the plugin
+// sealed it (the EncryptedObject without the data).
+func keyOf(value []byte) (Key, *kmstypes.EncryptedObject) {
 	provider, name := storage.StoredKey(value)
 	switch provider {
 	case "":
-		return Plain
+		return Plain, nil
 	case Unknown:
-		return Key{Provider: Unknown}
+		return Key{Provider: Unknown}, nil
 	}
 	k := Key{Provider: provider, Name: name}
 	if rest, ok := bytes.CutPrefix(value, []byte(kmsV2Prefix+name+":")); ok {
 		var o kmstypes.EncryptedObject
 		if err := proto.Unmarshal(rest, &o); err == nil {
 			k.KeyID = o.KeyID
+			o.EncryptedData = nil
+			return k, &o
 		}
 	}
-	return k
+	return k, nil
 }
 
 // kmsV2Prefix starts a value of the KMS v2 provider, before its name.
@@ -64,6 +74,9 @@ type Object struct {
 	Name     string
 	Under    Key
 	Rev      int64
+	// DataKey is, for a KMS v2 value, its data key as the plugin sealed
+	// it, which only the plugin can open.
+	DataKey *kmstypes.EncryptedObject
 }
 
 // Scan calls fn with each object of the resources, at the revision of its
@@ -135,7 +148,8 @@ func (s Scanner) Pages(ctx context.Context, gr schema.GroupResource, after strin
 		}
 		page := make([]Object, len(resp.Kvs))
 		for i, kv := range resp.Kvs {
-			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: KeyOf(kv.Value), Rev: kv.ModRevision}
+			under, dataKey := keyOf(kv.Value)
+			page[i] = Object{Resource: gr, Name: strings.TrimPrefix(string(kv.Key), prefix), Under: under, Rev: kv.ModRevision, DataKey: dataKey}
 		}
 		last := string(resp.Kvs[len(resp.Kvs)-1].Key)
 		if err := fn(page, last); err != nil {
@@ -197,9 +211,23 @@ type Report struct {
 	Problems []Problem `json:"problems,omitempty"`
 }
 
+// KMSProbe asks the plugin of the KMS v2 provider named in cfg whether it
+// can still open dataKey, a data key it sealed: nil if it can,
+// ErrCannotOpen (wrapped, with the plugin's reason) if it answers that it
+// cannot, any other error if it could not be asked.
+type KMSProbe func(ctx context.Context, cfg *Config, provider string, dataKey *kmstypes.EncryptedObject) error
+
+// ErrCannotOpen is a KMS plugin's refusal to open a data key: the key
+// that sealed it is gone from the plugin.
+var ErrCannotOpen = errors.New("the plugin cannot open the data key")
+
 // Status scans the resources cfg covers among stored, the resources the
-// server stores, and counts their objects under each key.
-func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupResource) (*Report, error) {
+// server stores, and counts their objects under each key. With probe, it
+// also asks each KMS v2 plugin, once per key id found, whether it can
+// still open what is stored under it: the configuration names a KMS
+// provider, not the plugin's keys, so a key removed from the plugin shows
+// only so.
+func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupResource, probe KMSProbe) (*Report, error) {
 	var covered []schema.GroupResource
 	byResource := map[schema.GroupResource]*Resource{}
 	var order []*Resource
@@ -226,8 +254,25 @@ func Status(ctx context.Context, s Scanner, cfg *Config, stored []schema.GroupRe
 		report.Problems = append(report.Problems, Problem{Resource: secrets.String(), Under: Plain,
 			Reason: "would be written in plain text: the configuration does not encrypt them, and the API server refuses to load it"})
 	}
+	// opens holds each KMS key id's answer: nil, or why it cannot be
+	// opened.
+	opens := map[Key]error{}
 	rev, err := s.Scan(ctx, covered, 0, func(o Object) error {
 		r := byResource[o.Resource]
+		if probe != nil && o.DataKey != nil && r.Rule.Has(o.Under) {
+			why, asked := opens[o.Under]
+			if !asked {
+				why = probe(ctx, cfg, o.Under.Name, o.DataKey)
+				if why != nil && !errors.Is(why, ErrCannotOpen) {
+					return fmt.Errorf("asking the plugin of %s: %w", o.Under, why)
+				}
+				opens[o.Under] = why
+			}
+			if why != nil {
+				report.Problems = append(report.Problems, Problem{Resource: r.Resource, Name: o.Name, Under: o.Under,
+					Reason: fmt.Sprintf("is stored under %s, which its KMS plugin no longer holds: %v", o.Under, why)})
+			}
+		}
 		r.Objects++
 		i := slices.IndexFunc(r.Counts, func(c Count) bool { return c.Key == o.Under })
 		if i < 0 {
