@@ -237,6 +237,14 @@ func TestSchedulePod(t *testing.T) {
 		}}}}
 	}
 	ssd := func(n *corev1.Node) { n.Labels["disk"] = "ssd" }
+	// holds gives a node an image of 500 MB under names: on one node of
+	// two, ImageLocality scores it (250 MB - 23 MB) / (1000 MB - 23 MB).
+	holds := func(names ...string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: names, SizeBytes: 500 << 20})
+		}
+	}
+	image := func(name string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.Containers[0].Image = name } }
 	for _, tc := range []struct {
 		name  string
 		nodes []*corev1.Node
@@ -284,6 +292,25 @@ func TestSchedulePod(t *testing.T) {
 				}}}
 			}),
 			want: "b",
+		},
+		// The node that wins comes first: the test's seeded rand breaks
+		// a tie of two for the second, at the first draws.
+		{
+			name:  "image locality: the node that holds the pod's image",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110, holds("registry.example/app:1")), node("b", "4", "8Gi", 110)},
+			pod:   pod("p", "", ""),
+			want:  "a",
+		},
+		{
+			// The port of the registry is no tag; another tag is another
+			// image.
+			name: "image locality: an untagged image is :latest",
+			nodes: []*corev1.Node{
+				node("a", "4", "8Gi", 110, holds("registry.example:5000/db:latest")),
+				node("b", "4", "8Gi", 110, holds("registry.example:5000/db:2")),
+			},
+			pod:  pod("p", "", "", image("registry.example:5000/db")),
+			want: "a",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
