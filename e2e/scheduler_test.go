@@ -136,6 +136,21 @@ func TestScheduler(t *testing.T) {
 		}
 		return nil
 	})
+	// The binding made PodScheduled True, as kube's binding does; the
+	// Unschedulable reason and message went with the False.
+	big, err := admin.CoreV1().Pods("default").Get(ctx, "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scheduled []corev1.PodCondition
+	for _, cond := range big.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			scheduled = append(scheduled, cond)
+		}
+	}
+	if len(scheduled) != 1 || scheduled[0].Status != corev1.ConditionTrue || scheduled[0].Reason != "" || scheduled[0].Message != "" {
+		t.Errorf("bound, big's PodScheduled conditions are %+v, want one True with no reason", scheduled)
+	}
 	t.Logf("bound %s after the node that fits was added", time.Since(added).Round(time.Millisecond))
 
 	// Three nodes of two CPUs, ten pods of one created at once: six
