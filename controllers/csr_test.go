@@ -11,6 +11,8 @@ import (
 	"encoding/asn1"
 	"encoding/pem"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -151,6 +153,61 @@ func TestCSRSigner(t *testing.T) {
 	bad := testCSR(t, ecKey(t), node, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth)
 	if _, err := s.sign(bad); err == nil {
 		t.Error("signed a request for server auth")
+	}
+}
+
+// The signer of the controller manager's options: its certificates live a
+// year unless the options say otherwise, as kube's
+// --cluster-signing-duration; a negative duration or no CA is refused.
+func TestNewCSRSigner(t *testing.T) {
+	certPEM, keyPEM, err := pki.NewCA("test-ca", 2*365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}}
+	for _, tt := range []struct {
+		name     string
+		duration time.Duration
+		want     time.Duration
+	}{
+		{"kube's default, a year", 0, 365 * 24 * time.Hour},
+		{"the options'", 2 * time.Hour, 2 * time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := newCSRSigner(Options{ClusterSigningCertFile: certFile, ClusterSigningKeyFile: keyFile, ClusterSigningDuration: tt.duration})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := s.sign(testCSR(t, ecKey(t), node, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := pem.Decode(out)
+			cert, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Until(cert.NotAfter); got > tt.want || got < tt.want-time.Minute {
+				t.Errorf("signs certificates that live %s more, want %s", got, tt.want)
+			}
+		})
+	}
+	for _, o := range []Options{
+		{ClusterSigningCertFile: certFile, ClusterSigningKeyFile: keyFile, ClusterSigningDuration: -time.Hour},
+		{ClusterSigningCertFile: certFile},
+		{ClusterSigningCertFile: certFile, ClusterSigningKeyFile: filepath.Join(dir, "missing.key")},
+	} {
+		if _, err := newCSRSigner(o); err == nil {
+			t.Errorf("newCSRSigner(%+v) made a signer, want an error", o)
+		}
 	}
 }
 

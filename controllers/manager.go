@@ -166,7 +166,8 @@ type Options struct {
 	// Required when csrsigning runs.
 	ClusterSigningCertFile, ClusterSigningKeyFile string
 	// ClusterSigningDuration is how long the certificates it signs live
-	// at most; a year when zero, kube's default.
+	// at most; a year when zero, kube's default
+	// (defaultClusterSigningDuration).
 	ClusterSigningDuration time.Duration
 	// NodeLifecycle configures the nodelifecycle controller; its zero
 	// fields are kube's defaults.
@@ -201,17 +202,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var signer *csrSigner
 	if slices.Contains(o.Controllers, "csrsigning") {
-		if o.ClusterSigningCertFile == "" || o.ClusterSigningKeyFile == "" {
-			return errors.New("controller manager: csrsigning needs the cluster signing CA's certificate and key files")
-		}
-		if o.ClusterSigningDuration < 0 {
-			return fmt.Errorf("controller manager: cluster signing duration %s is negative", o.ClusterSigningDuration)
-		}
-		ca, err := loadSigningCA(o.ClusterSigningCertFile, o.ClusterSigningKeyFile)
-		if err != nil {
+		var err error
+		if signer, err = newCSRSigner(o); err != nil {
 			return fmt.Errorf("controller manager: %w", err)
 		}
-		signer = &csrSigner{ca: ca, duration: cmp.Or(o.ClusterSigningDuration, 365*24*time.Hour)}
 	}
 	if err := o.NodeLifecycle.validate(); err != nil {
 		return fmt.Errorf("controller manager: %w", err)
@@ -302,6 +296,25 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 	o.Logger.Info("controller manager: leading", "controllers", strings.Join(o.Controllers, ","))
 	wg.Wait()
 	return nil
+}
+
+// defaultClusterSigningDuration is kube-controller-manager's
+// --cluster-signing-duration: a year.
+const defaultClusterSigningDuration = 365 * 24 * time.Hour
+
+// newCSRSigner is the signer of o's cluster signing CA and duration.
+func newCSRSigner(o Options) (*csrSigner, error) {
+	if o.ClusterSigningCertFile == "" || o.ClusterSigningKeyFile == "" {
+		return nil, errors.New("csrsigning needs the cluster signing CA's certificate and key files")
+	}
+	if o.ClusterSigningDuration < 0 {
+		return nil, fmt.Errorf("cluster signing duration %s is negative", o.ClusterSigningDuration)
+	}
+	ca, err := loadSigningCA(o.ClusterSigningCertFile, o.ClusterSigningKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &csrSigner{ca: ca, duration: cmp.Or(o.ClusterSigningDuration, defaultClusterSigningDuration)}, nil
 }
 
 // loadSigningCA reads the cluster signing CA's certificate and key.

@@ -87,6 +87,11 @@ func TestNodeLifecycleConfig(t *testing.T) {
 	if err := want.validate(); err != nil {
 		t.Errorf("kube's defaults: %v", err)
 	}
+	// Unset, a node is given 40 s without a heartbeat, kube's
+	// --node-monitor-grace-period.
+	if got := (NodeLifecycleConfig{}).withDefaults().NodeMonitorGracePeriod; got != 40*time.Second {
+		t.Errorf("default grace period %s, want 40s", got)
+	}
 	err := NodeLifecycleConfig{NodeMonitorPeriod: -time.Second, NodeEvictionRate: -1, UnhealthyZoneThreshold: 2}.validate()
 	for _, flag := range []string{"--node-monitor-period -1s", "--node-eviction-rate -1", "--unhealthy-zone-threshold 2"} {
 		if err == nil || !strings.Contains(err.Error(), flag) {

@@ -262,6 +262,7 @@ func TestNodeAgent(t *testing.T) {
 	refusals := map[string]error{}
 	_, refusals["read the Secret of w-1's pod"] = w0.CoreV1().Secrets("apps").Get(ctx, "s1", metav1.GetOptions{})
 	_, refusals["change w-1's status"] = w0.CoreV1().Nodes().UpdateStatus(ctx, other, metav1.UpdateOptions{})
+	_, refusals["patch w-1"] = w0.CoreV1().Nodes().Patch(ctx, "w-1", types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"example.com/owner":"w-0"}}}`), metav1.PatchOptions{})
 	refusals["delete w-1's Lease"] = w0.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, "w-1", metav1.DeleteOptions{})
 	_, refusals["create a pod"] = w0.CoreV1().Pods("apps").Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "sneaky"},

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -136,6 +137,21 @@ func TestScheduler(t *testing.T) {
 		}
 		return nil
 	})
+	// The binding made PodScheduled True, as kube's binding does; the
+	// Unschedulable reason and message went with the False.
+	big, err := admin.CoreV1().Pods("default").Get(ctx, "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scheduled []corev1.PodCondition
+	for _, cond := range big.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			scheduled = append(scheduled, cond)
+		}
+	}
+	if len(scheduled) != 1 || scheduled[0].Status != corev1.ConditionTrue || scheduled[0].Reason != "" || scheduled[0].Message != "" {
+		t.Errorf("bound, big's PodScheduled conditions are %+v, want one True with no reason", scheduled)
+	}
 	t.Logf("bound %s after the node that fits was added", time.Since(added).Round(time.Millisecond))
 
 	// Three nodes of two CPUs, ten pods of one created at once: six
@@ -377,17 +393,34 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		return nil
 	})
 	t.Logf("leader %s killed; %s leads after %s (lease %s, retry %s)", leader, next, time.Since(killed).Round(time.Millisecond), lease, retry)
-	// The standby took the lease after the killed leader's last renewal.
-	// (How long after is a time, not a property: it depends on when the
-	// standby last looked, and client-go stamps acquireTime when an
-	// attempt starts, before its read, which a loaded machine delays.
-	// That the two never both bound is checked below, by the Bindings.)
 	after, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acquired, renewed := after.Spec.AcquireTime, before.Spec.RenewTime; acquired == nil || renewed == nil || !acquired.After(renewed.Time) {
-		t.Errorf("the new leader acquired the lease at %v, before the killed one's renewal at %v", acquired, renewed)
+	acquired, renewed := after.Spec.AcquireTime, before.Spec.RenewTime
+	if acquired == nil || renewed == nil {
+		t.Fatalf("the lease was acquired at %v, renewed before the kill at %v", acquired, renewed)
+	}
+	// The standby takes the lease only once it has seen no renewal for
+	// the lease duration, timed from when it saw the last one, which
+	// came after the renewal read before the kill: never earlier. (It
+	// stamps acquireTime when the attempt that succeeds starts. Less
+	// 100 ms: the times compared are the wall clock's, which may be
+	// slewed, and client-go times the lease on the monotonic clock.)
+	if early := renewed.Add(lease - 100*time.Millisecond).Sub(acquired.Time); early > 0 {
+		t.Errorf("the new leader acquired the lease at %v, %s before the renewal of %v expired", acquired, early+100*time.Millisecond, renewed)
+	}
+	// And no later than a lease duration and two retries after the kill:
+	// it sees the last renewal up to one retry late, and tries again up
+	// to one retry after the lease has expired. client-go jitters each
+	// retry to up to 2.2 retry periods (JitterFactor 1.2): 6.2 s here.
+	// Twice that, as a loaded machine delays every step.
+	bound := 2 * (lease + 2*time.Duration((1+leaderelection.JitterFactor)*float64(retry)))
+	if took := acquired.Sub(killed); took > bound {
+		t.Errorf("the new leader acquired the lease %s after the kill, want within %s (lease %s, retry %s)", took, bound, lease, retry)
+	} else {
+		t.Logf("the new leader acquired the lease %s after the kill (bound %s), %s after the renewal read before it",
+			took.Round(time.Millisecond), bound, acquired.Sub(renewed.Time).Round(time.Millisecond))
 	}
 	if b, a := ptr.Deref(before.Spec.LeaseTransitions, 0), ptr.Deref(after.Spec.LeaseTransitions, 0); a != b+1 {
 		t.Errorf("lease transitions %d, then %d: want one handover", b, a)

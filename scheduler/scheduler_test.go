@@ -46,6 +46,18 @@ func pod(name, cpu, memory string, mods ...func(*corev1.Pod)) *corev1.Pod {
 
 func onNode(name string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = name } }
 
+// ephemeral gives a node ephemeral storage; asksEphemeral has a pod ask
+// for some.
+func ephemeral(size string) func(*corev1.Node) {
+	return func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse(size) }
+}
+
+func asksEphemeral(size string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage] = resource.MustParse(size)
+	}
+}
+
 func newTestScheduler(nodes []*corev1.Node, pods ...*corev1.Pod) *scheduler {
 	s := &scheduler{profile: DefaultProfile(), cache: newCache(), queue: newSchedulingQueue()}
 	s.rand = rand.New(rand.NewPCG(1, 2))
@@ -109,6 +121,15 @@ func TestFitErrorMessage(t *testing.T) {
 			pod:   pod("p", "2", "2Gi"),
 			want: "0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Too many pods, 1 node(s) were unschedulable." + noClaims +
 				"0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
+		},
+		{
+			// One node has too little at all, the other too little left.
+			name:  "ephemeral storage",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110, ephemeral("1Gi")), node("b", "4", "8Gi", 110, ephemeral("10Gi"))},
+			pods:  []*corev1.Pod{pod("old", "", "", onNode("b"), asksEphemeral("8Gi"))},
+			pod:   pod("p", "", "", asksEphemeral("5Gi")),
+			want: "0/2 nodes are available: 2 Insufficient ephemeral-storage." + noClaims +
+				"0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.",
 		},
 		{
 			name:  "node selector",
@@ -237,6 +258,14 @@ func TestSchedulePod(t *testing.T) {
 		}}}}
 	}
 	ssd := func(n *corev1.Node) { n.Labels["disk"] = "ssd" }
+	// holds gives a node an image of 500 MB under names: on one node of
+	// two, ImageLocality scores it (250 MB - 23 MB) / (1000 MB - 23 MB).
+	holds := func(names ...string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: names, SizeBytes: 500 << 20})
+		}
+	}
+	image := func(name string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.Containers[0].Image = name } }
 	for _, tc := range []struct {
 		name  string
 		nodes []*corev1.Node
@@ -284,6 +313,33 @@ func TestSchedulePod(t *testing.T) {
 				}}}
 			}),
 			want: "b",
+		},
+		{
+			// The scores prefer the node of more cpu; only the other has
+			// the storage.
+			name:  "ephemeral storage",
+			nodes: []*corev1.Node{node("cpu", "8", "8Gi", 110, ephemeral("1Gi")), node("disk", "4", "8Gi", 110, ephemeral("10Gi"))},
+			pod:   pod("p", "500m", "", asksEphemeral("5Gi")),
+			want:  "disk",
+		},
+		// The node that wins comes first: the test's seeded rand breaks
+		// a tie of two for the second, at the first draws.
+		{
+			name:  "image locality: the node that holds the pod's image",
+			nodes: []*corev1.Node{node("a", "4", "8Gi", 110, holds("registry.example/app:1")), node("b", "4", "8Gi", 110)},
+			pod:   pod("p", "", ""),
+			want:  "a",
+		},
+		{
+			// The port of the registry is no tag; another tag is another
+			// image.
+			name: "image locality: an untagged image is :latest",
+			nodes: []*corev1.Node{
+				node("a", "4", "8Gi", 110, holds("registry.example:5000/db:latest")),
+				node("b", "4", "8Gi", 110, holds("registry.example:5000/db:2")),
+			},
+			pod:  pod("p", "", "", image("registry.example:5000/db")),
+			want: "a",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

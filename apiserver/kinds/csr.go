@@ -29,11 +29,16 @@ var csrUsages = sets.New(
 	certificatesv1.UsageMicrosoftSGC, certificatesv1.UsageNetscapeSGC,
 )
 
+// legacyUnknownSignerName is the signer certificates/v1beta1 gave a CSR
+// that named none; certificates/v1, the only version served, refuses it
+// on create, as kube does.
+const legacyUnknownSignerName = "kubernetes.io/legacy-unknown"
+
 // ValidateCertificateSigningRequest validates a CSR on create (old == nil)
 // or update, as kube's certificates validation does: the request is one
 // PEM CERTIFICATE REQUEST whose signature verifies, the signer a qualified
-// name domain/path, the usages known and each once, expirationSeconds at
-// least ten minutes. On update the spec is immutable; the status is the
+// name domain/path and not the legacy one, the usages known and each
+// once, expirationSeconds at least ten minutes. On update the spec is immutable; the status is the
 // subresources' (see ValidateCertificateSigningRequestStatus).
 func ValidateCertificateSigningRequest(csr, old *certificatesv1.CertificateSigningRequest) field.ErrorList {
 	spec := field.NewPath("spec")
@@ -47,7 +52,11 @@ func ValidateCertificateSigningRequest(csr, old *certificatesv1.CertificateSigni
 	if _, err := ParseCSR(csr.Spec.Request); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("request"), "", err.Error()))
 	}
-	errs = append(errs, ValidateSignerName(spec.Child("signerName"), csr.Spec.SignerName)...)
+	if csr.Spec.SignerName == legacyUnknownSignerName {
+		errs = append(errs, field.Invalid(spec.Child("signerName"), csr.Spec.SignerName, "the legacy signerName is not allowed via this API version"))
+	} else {
+		errs = append(errs, ValidateSignerName(spec.Child("signerName"), csr.Spec.SignerName)...)
+	}
 	if len(csr.Spec.Usages) == 0 {
 		errs = append(errs, field.Required(spec.Child("usages"), "usages must be provided"))
 	}

@@ -65,6 +65,12 @@ func TestValidateCertificateSigningRequest(t *testing.T) {
 			}
 		})
 	}
+	// kube's words for the legacy signer, which certificates/v1 refuses.
+	legacy := valid()
+	legacy.Spec.SignerName = "kubernetes.io/legacy-unknown"
+	if errs := ValidateCertificateSigningRequest(legacy, nil); len(errs) != 1 || errs[0].Field != "spec.signerName" || errs[0].Detail != "the legacy signerName is not allowed via this API version" {
+		t.Errorf("the legacy signer: %v, want kube's one error at spec.signerName", errs)
+	}
 	// The spec is immutable.
 	old, next := valid(), valid()
 	next.Spec.Usages = append(next.Spec.Usages, certificatesv1.UsageDigitalSignature)

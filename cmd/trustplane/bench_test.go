@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,6 +190,60 @@ func TestBenchEndToEnd(t *testing.T) {
 	benchCheckNothingLeft(t, adminConf, dir, etcdURL)
 }
 
+// TestBenchSchedulerEndToEnd runs `trustplane bench scheduler` against
+// `trustplane up`, which runs the scheduler: every pod is bound, the run
+// ends with its result line, and its nodes and namespace are gone.
+func TestBenchSchedulerEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a cluster")
+	}
+	c := e2etest.StartCluster(t)
+	stdout, stderr, err := e2etest.Run(t, "bench", "scheduler", "--kubeconfig", c.AdminConf(), "--nodes", "3", "--pods", "20", "--timeout", "2m")
+	if err != nil {
+		t.Fatalf("trustplane bench scheduler: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	last := regexp.MustCompile(`^scheduled 20 pods on 3 nodes in ([0-9]+\.[0-9]) s: ([0-9]+) pods/s, p50 ([0-9]+) ms, p99 ([0-9]+) ms$`)
+	m := last.FindStringSubmatch(lines[len(lines)-1])
+	if m == nil {
+		t.Fatalf("last line %q, want %s", lines[len(lines)-1], last)
+	}
+	p50, _ := strconv.Atoi(m[3])
+	p99, _ := strconv.Atoi(m[4])
+	if p99 < p50 {
+		t.Errorf("p50 %d ms above p99 %d ms", p50, p99)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	restConfig, err := clientcmd.BuildConfigFromFlags("", c.AdminConf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run's nodes carry its label, whatever its value.
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "trustplane.io/bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		t.Errorf("node %s is left after bench scheduler", n.Name)
+	}
+	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "bench-sched-") {
+			t.Errorf("namespace %s (%s) is left after bench scheduler", ns.Name, ns.Status.Phase)
+		}
+	}
+	checkNoEtcdKeys(t, c.Dir, c.EtcdURL, "/registry/nodes/bench-sched-", "/registry/namespaces/bench-sched-", "/registry/pods/bench-sched-")
+}
+
 // checkLargeLists checks the large lists of a run of 300 ConfigMaps, 2
 // lists of each variant: one result for each format, resourceVersion and
 // Accept-Encoding; a response read as long as its body, or for one the
@@ -253,17 +308,25 @@ func benchCheckNothingLeft(t *testing.T, adminConf, dir, etcdURL string) {
 			t.Errorf("namespace %s (%s) is left after bench", ns.Name, ns.Status.Phase)
 		}
 	}
+	checkNoEtcdKeys(t, dir, etcdURL,
+		"/registry/trustplane-bench/",
+		"/registry/namespaces/trustplane-bench-",
+		"/registry/secrets/trustplane-bench-",
+		"/registry/configmaps/trustplane-bench-",
+	)
+}
+
+// checkNoEtcdKeys checks that etcd holds no key under any of prefixes.
+func checkNoEtcdKeys(t *testing.T, dir, etcdURL string, prefixes ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	cli, err := etcd.NewClient(ctx, etcd.APIServerClientConfig(filepath.Join(dir, "pki"), []string{etcdURL}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	for _, prefix := range []string{
-		"/registry/trustplane-bench/",
-		"/registry/namespaces/trustplane-bench-",
-		"/registry/secrets/trustplane-bench-",
-		"/registry/configmaps/trustplane-bench-",
-	} {
+	for _, prefix := range prefixes {
 		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			t.Fatal(err)
