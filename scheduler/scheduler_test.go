@@ -343,11 +343,18 @@ func TestSchedulePod(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newTestScheduler(tc.nodes, tc.pods...)
-			for range 5 { // ties are broken at random; these have none
-				host, err := s.schedulePod(tc.pod, s.cache.snapshot())
-				if err != nil || host != tc.want {
-					t.Fatalf("scheduled on %q, %v; want %q", host, err, tc.want)
+			// Ties are broken at random, from a seeded source that may
+			// favour one place in the list: the nodes in both orders,
+			// so that only the scores can choose the same node.
+			reversed := slices.Clone(tc.nodes)
+			slices.Reverse(reversed)
+			for i, nodes := range [][]*corev1.Node{tc.nodes, reversed} {
+				s := newTestScheduler(nodes, tc.pods...)
+				for range 5 {
+					host, err := s.schedulePod(tc.pod, s.cache.snapshot())
+					if err != nil || host != tc.want {
+						t.Fatalf("nodes in order %d: scheduled on %q, %v; want %q", i, host, err, tc.want)
+					}
 				}
 			}
 		})
