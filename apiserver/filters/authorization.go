@@ -32,8 +32,9 @@ func WithAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 		ctx := r.Context()
 		attrs := attributesFrom(ctx, r)
 		decision, reason, err := authz.Authorize(ctx, attrs)
-		if decision != authorizer.DecisionAllow && err == nil && metadataGrantable(attrs) {
-			// Not allowed the Secret itself: maybe its metadata.
+		if decision == authorizer.DecisionNoOpinion && err == nil && metadataGrantable(attrs) {
+			// Not allowed the Secret itself, nor denied it outright:
+			// maybe its metadata.
 			meta := metadataAttributes(attrs)
 			if d, why, err := authz.Authorize(ctx, meta); d == authorizer.DecisionAllow && err == nil {
 				audit.Annotate(ctx, DecisionAnnotation, "allow")

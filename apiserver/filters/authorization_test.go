@@ -145,14 +145,16 @@ func TestAuthorization(t *testing.T) {
 	}
 }
 
-// TestAuthorizationMetadataGrant: a request refused on secrets is asked
-// again of secrets/metadata, and allowed by it only as metadata; no other
-// resource, subresource or verb is, and an error asks nothing more.
+// TestAuthorizationMetadataGrant: a request no authorizer allows on secrets
+// is asked again of secrets/metadata, and allowed by it only as metadata;
+// no other resource, subresource or verb is, and an error or an explicit
+// denial asks nothing more.
 func TestAuthorizationMetadataGrant(t *testing.T) {
 	for _, tt := range []struct {
 		name           string
 		method, target string
 		firstErr       error
+		firstDenies    bool
 		wantAsked      []string
 		wantMetadata   bool // next runs, with responses.MetadataOnly
 	}{
@@ -174,11 +176,16 @@ func TestAuthorizationMetadataGrant(t *testing.T) {
 			wantAsked: []string{"x list example.com/secrets/ ns/"}},
 		{name: "an authorizer error", method: "GET", target: "/api/v1/namespaces/ns/secrets", firstErr: errors.New("not synced"),
 			wantAsked: []string{"x list /secrets/ ns/"}},
+		{name: "an explicit denial", method: "GET", target: "/api/v1/namespaces/ns/secrets", firstDenies: true,
+			wantAsked: []string{"x list /secrets/ ns/"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var asked []string
 			authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 				asked = append(asked, attrsString(a))
+				if len(asked) == 1 && tt.firstDenies {
+					return authorizer.DecisionDeny, "denied", nil
+				}
 				if len(asked) == 1 {
 					return authorizer.DecisionNoOpinion, "", tt.firstErr
 				}
