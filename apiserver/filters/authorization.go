@@ -19,6 +19,10 @@ import (
 const (
 	DecisionAnnotation = "authorization.k8s.io/decision"
 	ReasonAnnotation   = "authorization.k8s.io/reason"
+	// MetadataOnlyAnnotation marks, "true", a request allowed only by a
+	// grant on metadata (secrets/metadata): what it was allowed is the
+	// metadata subresource, which the event's objectRef does not say.
+	MetadataOnlyAnnotation = "authorization.trustplane.io/metadata-only"
 	// noRuleAllows is the audited reason of a refusal no authorizer
 	// explained.
 	noRuleAllows = "no rule allows it"
@@ -39,6 +43,7 @@ func WithAuthorization(next http.Handler, authz authorizer.Authorizer, logger *s
 			if d, why, err := authz.Authorize(ctx, meta); d == authorizer.DecisionAllow && err == nil {
 				audit.Annotate(ctx, DecisionAnnotation, "allow")
 				audit.Annotate(ctx, ReasonAnnotation, why+" (metadata only)")
+				audit.Annotate(ctx, MetadataOnlyAnnotation, "true")
 				next.ServeHTTP(w, r.WithContext(responses.WithMetadataOnly(ctx)))
 				return
 			}

@@ -214,6 +214,9 @@ func TestAuthorizationMetadataGrant(t *testing.T) {
 					t.Errorf("audited reason %q, want %q", got, want)
 				}
 			}
+			if got, want := filled(record).Annotations[MetadataOnlyAnnotation], map[bool]string{true: "true"}[tt.wantMetadata]; got != want {
+				t.Errorf("audited %s %q, want %q", MetadataOnlyAnnotation, got, want)
+			}
 		})
 	}
 }

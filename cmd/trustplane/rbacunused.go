@@ -22,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/yaml"
 
+	"github.com/trustplane/trustplane/apiserver/filters"
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 	"github.com/trustplane/trustplane/datadir"
 	"github.com/trustplane/trustplane/rbac"
@@ -252,6 +254,10 @@ func requestOf(e *audit.Event) rbac.Request {
 	}
 	if r.Verb == "create" && r.Subresource == "" {
 		r.Name = ""
+	}
+	if r.Subresource == "" && e.Annotations[filters.MetadataOnlyAnnotation] == "true" {
+		// Allowed by a grant on metadata alone: that is what it used.
+		r.Subresource = responses.MetadataSubresource
 	}
 	return r
 }

@@ -269,7 +269,7 @@ subjects:
 }
 
 func TestRequestOf(t *testing.T) {
-	var create, token, path audit.Event
+	var create, token, path, metadataOnly audit.Event
 	for _, c := range []struct {
 		into *audit.Event
 		json string
@@ -277,6 +277,7 @@ func TestRequestOf(t *testing.T) {
 		{&create, `{"verb":"create","objectRef":{"resource":"deployments","apiGroup":"apps","namespace":"a","name":"web"}}`},
 		{&token, `{"verb":"create","objectRef":{"resource":"serviceaccounts","namespace":"a","name":"builder","subresource":"token"}}`},
 		{&path, `{"verb":"get","requestURI":"/healthz?verbose=1"}`},
+		{&metadataOnly, `{"verb":"list","objectRef":{"resource":"secrets","namespace":"a"},"annotations":{"authorization.trustplane.io/metadata-only":"true"}}`},
 	} {
 		if err := json.Unmarshal([]byte(c.json), c.into); err != nil {
 			t.Fatal(err)
@@ -291,6 +292,8 @@ func TestRequestOf(t *testing.T) {
 		// A create on a subresource names its object in the URL.
 		{&token, rbac.Request{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "a", Name: "builder"}},
 		{&path, rbac.Request{Verb: "get", NonResourceURL: "/healthz"}},
+		// Allowed by secrets/metadata, which is what it used.
+		{&metadataOnly, rbac.Request{Verb: "list", Resource: "secrets", Subresource: "metadata", Namespace: "a"}},
 	} {
 		if got := requestOf(tc.e); got != tc.want {
 			t.Errorf("requestOf(%+v) = %+v, want %+v", tc.e, got, tc.want)
