@@ -29,14 +29,16 @@ import (
 
 // podRecorder watches the pods of a namespace, from before the test
 // writes any, and records every change the watch shows: for each
-// controller (by UID), the most active pods it held at once, and for each
-// pod, every controller it was seen with.
+// controller (by UID), the most active pods it held at once and when its
+// count grew, and for each pod, every controller it was seen with.
 type podRecorder struct {
 	mu sync.Mutex
 	// controllerOf maps each active pod to its controller's UID ("" for
 	// none); count and most count them by controller.
 	controllerOf map[string]types.UID
 	count, most  map[types.UID]int
+	// rises are, by controller, its counts of active pods as each grew.
+	rises map[types.UID][]podRise
 	// mostActive is the most active pods of all controllers at once.
 	mostActive int
 	// seen is, by pod, each controller it had, in order ("" for none).
@@ -45,7 +47,7 @@ type podRecorder struct {
 
 func recordPods(t testing.TB, cs kubernetes.Interface, namespace string) *podRecorder {
 	t.Helper()
-	r := &podRecorder{controllerOf: map[string]types.UID{}, count: map[types.UID]int{}, most: map[types.UID]int{}, seen: map[string][]types.UID{}}
+	r := &podRecorder{controllerOf: map[string]types.UID{}, count: map[types.UID]int{}, most: map[types.UID]int{}, rises: map[types.UID][]podRise{}, seen: map[string][]types.UID{}}
 	watchPods(t, cs, namespace, "", func(pod *corev1.Pod, _, deleted bool) { r.observe(pod, deleted) })
 	return r
 }
@@ -53,8 +55,9 @@ func recordPods(t testing.TB, cs kubernetes.Interface, namespace string) *podRec
 func (r *podRecorder) observe(pod *corev1.Pod, deleted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if uid, ok := r.controllerOf[pod.Name]; ok {
-		r.count[uid]--
+	was, wasActive := r.controllerOf[pod.Name]
+	if wasActive {
+		r.count[was]--
 		delete(r.controllerOf, pod.Name)
 	}
 	if deleted {
@@ -73,6 +76,13 @@ func (r *podRecorder) observe(pod *corev1.Pod, deleted bool) {
 	r.controllerOf[pod.Name] = uid
 	r.count[uid]++
 	r.most[uid] = max(r.most[uid], r.count[uid])
+	if !wasActive || was != uid {
+		// The pod's revision is etcd's: it orders this rise after
+		// every write of the controller that caused it, whatever the
+		// watches' order of delivery.
+		rev, _ := strconv.ParseInt(pod.ResourceVersion, 10, 64)
+		r.rises[uid] = append(r.rises[uid], podRise{rev: rev, active: r.count[uid]})
+	}
 	r.mostActive = max(r.mostActive, len(r.controllerOf))
 }
 
@@ -88,6 +98,21 @@ func (r *podRecorder) mostPods(uid types.UID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.most[uid]
+}
+
+// podRise is a controller's count of active pods grown to active by a
+// pod at revision rev.
+type podRise struct {
+	rev    int64
+	active int
+}
+
+// risesOf are the controller uid's counts of active pods as each grew, in
+// the order the watch showed them.
+func (r *podRecorder) risesOf(uid types.UID) []podRise {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.rises[uid])
 }
 
 // controllers is each controller pod was seen with, in order.
