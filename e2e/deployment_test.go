@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -166,6 +168,32 @@ func recordReplicaSets(t *testing.T, client kubernetes.Interface, namespace stri
 func (h *rsHistory) stop() {
 	h.cancel()
 	<-h.done
+}
+
+// has reports whether the history's latest state holds rs as it is, at
+// its resourceVersion: whether the watch has caught up with it.
+func (h *rsHistory) has(rs *appsv1.ReplicaSet) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur, ok := h.states[len(h.states)-1][rs.Name]
+	return ok && cur.UID == rs.UID && cur.ResourceVersion == rs.ResourceVersion
+}
+
+// largestReplicas is the largest spec.replicas the ReplicaSet uid had at
+// any revision up to rev (etcd's, which orders every object's writes),
+// 0 if it did not exist by then.
+func (h *rsHistory) largestReplicas(uid types.UID, rev int64) int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var most int32
+	for _, state := range h.states {
+		for _, rs := range state {
+			if v, err := strconv.ParseInt(rs.ResourceVersion, 10, 64); err == nil && rs.UID == uid && v <= rev {
+				most = max(most, *rs.Spec.Replicas)
+			}
+		}
+	}
+	return most
 }
 
 // totals are a state's ReplicaSet replicas (spec) and available

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -15,13 +16,13 @@ import (
 
 // The EndpointSlice controller keeps a Service's slices to the ready pods
 // its selector matches, as a node agent reports them, and removes them
-// with the Service.
+// with the Service; its identity is refused what lies beside the slices.
 func TestEndpointSlices(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
 	}
 	c := e2etest.StartCluster(t)
-	admin, _ := clientFor(t, c.AdminConf())
+	admin, adminCfg := clientFor(t, c.AdminConf())
 	ctx := t.Context()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -72,6 +73,25 @@ func TestEndpointSlices(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The controller's identity writes slices and nothing else: the
+	// nearest things beside them are refused.
+	esc := tokenClient(t, admin, adminCfg, "endpointslice-controller")
+	refusals := map[string]error{}
+	_, refusals["list Secrets"] = esc.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	_, refusals["read a Secret"] = esc.CoreV1().Secrets("default").Get(ctx, "any", metav1.GetOptions{})
+	_, refusals["create a pod"] = esc.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	_, refusals["list pods beside the shared informers"] = esc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	changed := created.DeepCopy()
+	changed.Spec.Selector = map[string]string{"app": "other"}
+	_, refusals["update a Service"] = esc.CoreV1().Services("default").Update(ctx, changed, metav1.UpdateOptions{})
+	_, refusals["update a Service's status"] = esc.CoreV1().Services("default").UpdateStatus(ctx, changed, metav1.UpdateOptions{})
+	for what, err := range refusals {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the EndpointSlice controller may %s: %v, want Forbidden", what, err)
+		}
+	}
+
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -369,6 +369,19 @@ func TestNodeJoin(t *testing.T) {
 	if _, err := approver.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, issued, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the approver writes a status: %v, want Forbidden", err)
 	}
+	// The signer signs what the approver approved: it may approve
+	// nothing itself, and it reads the CA key from its file, never a
+	// Secret.
+	signer := tokenClient(t, admin, adminCfg, "csr-signing-controller")
+	refusals = map[string]error{}
+	_, refusals["approve a CSR"] = signer.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, issued.Name, issued, metav1.UpdateOptions{})
+	_, refusals["list kube-system's Secrets"] = signer.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+	_, refusals["read a Secret"] = signer.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+id, metav1.GetOptions{})
+	for what, err := range refusals {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the signer may %s: %v, want Forbidden", what, err)
+		}
+	}
 
 	// No token's secret reaches the audit log or the server's output.
 	audit, err := os.ReadFile(c.AuditLog())

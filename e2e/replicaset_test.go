@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,14 +31,16 @@ import (
 
 // podRecorder watches the pods of a namespace, from before the test
 // writes any, and records every change the watch shows: for each
-// controller (by UID), the most active pods it held at once, and for each
-// pod, every controller it was seen with.
+// controller (by UID), the most active pods it held at once and when its
+// count grew, and for each pod, every controller it was seen with.
 type podRecorder struct {
 	mu sync.Mutex
 	// controllerOf maps each active pod to its controller's UID ("" for
 	// none); count and most count them by controller.
 	controllerOf map[string]types.UID
 	count, most  map[types.UID]int
+	// rises are, by controller, its counts of active pods as each grew.
+	rises map[types.UID][]podRise
 	// mostActive is the most active pods of all controllers at once.
 	mostActive int
 	// seen is, by pod, each controller it had, in order ("" for none).
@@ -46,7 +49,7 @@ type podRecorder struct {
 
 func recordPods(t testing.TB, cs kubernetes.Interface, namespace string) *podRecorder {
 	t.Helper()
-	r := &podRecorder{controllerOf: map[string]types.UID{}, count: map[types.UID]int{}, most: map[types.UID]int{}, seen: map[string][]types.UID{}}
+	r := &podRecorder{controllerOf: map[string]types.UID{}, count: map[types.UID]int{}, most: map[types.UID]int{}, rises: map[types.UID][]podRise{}, seen: map[string][]types.UID{}}
 	watchPods(t, cs, namespace, "", func(pod *corev1.Pod, _, deleted bool) { r.observe(pod, deleted) })
 	return r
 }
@@ -54,8 +57,9 @@ func recordPods(t testing.TB, cs kubernetes.Interface, namespace string) *podRec
 func (r *podRecorder) observe(pod *corev1.Pod, deleted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if uid, ok := r.controllerOf[pod.Name]; ok {
-		r.count[uid]--
+	was, wasActive := r.controllerOf[pod.Name]
+	if wasActive {
+		r.count[was]--
 		delete(r.controllerOf, pod.Name)
 	}
 	if deleted {
@@ -74,6 +78,13 @@ func (r *podRecorder) observe(pod *corev1.Pod, deleted bool) {
 	r.controllerOf[pod.Name] = uid
 	r.count[uid]++
 	r.most[uid] = max(r.most[uid], r.count[uid])
+	if !wasActive || was != uid {
+		// The pod's revision is etcd's: it orders this rise after
+		// every write of the controller that caused it, whatever the
+		// watches' order of delivery.
+		rev, _ := strconv.ParseInt(pod.ResourceVersion, 10, 64)
+		r.rises[uid] = append(r.rises[uid], podRise{rev: rev, active: r.count[uid]})
+	}
 	r.mostActive = max(r.mostActive, len(r.controllerOf))
 }
 
@@ -89,6 +100,21 @@ func (r *podRecorder) mostPods(uid types.UID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.most[uid]
+}
+
+// podRise is a controller's count of active pods grown to active by a
+// pod at revision rev.
+type podRise struct {
+	rev    int64
+	active int
+}
+
+// risesOf are the controller uid's counts of active pods as each grew, in
+// the order the watch showed them.
+func (r *podRecorder) risesOf(uid types.UID) []podRise {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.rises[uid])
 }
 
 // controllers is each controller pod was seen with, in order.
@@ -535,7 +561,8 @@ func TestReplicaSetControllerIdentity(t *testing.T) {
 	forbidden("update a pod's status", err)
 }
 
-// Stock kubectl scales a ReplicaSet to nothing and back.
+// Stock kubectl scales a ReplicaSet, and a Deployment, to nothing and
+// back, and the controllers make the pods follow.
 func TestReplicaSetKubectlScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -543,21 +570,77 @@ func TestReplicaSetKubectlScale(t *testing.T) {
 	k := newKubectl(t, kubectlVersions[0])
 	c := e2etest.StartCluster(t)
 	admin, _ := clientFor(t, c.AdminConf())
+	run := func(want string, args ...string) result {
+		t.Helper()
+		res := k.run(t, c.AdminConf(), args...)
+		if res.exit != 0 || !strings.Contains(res.stdout, want) {
+			t.Fatalf("kubectl %s: exit %d, stdout %q, stderr %q; want %q", strings.Join(args, " "), res.exit, res.stdout, res.stderr, want)
+		}
+		return res
+	}
 	rs, err := admin.AppsV1().ReplicaSets("default").Create(t.Context(), newReplicaSet("web", 3, nil), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitReplicas(t, admin, rs, 3)
 	for _, n := range []int{0, 4} {
-		res := k.run(t, c.AdminConf(), "scale", "rs", "web", fmt.Sprintf("--replicas=%d", n))
-		if res.exit != 0 || !strings.Contains(res.stdout, "replicaset.apps/web scaled") {
-			t.Fatalf("kubectl scale rs web --replicas=%d: exit %d, stdout %q, stderr %q", n, res.exit, res.stdout, res.stderr)
-		}
+		run("replicaset.apps/web scaled", "scale", "rs", "web", fmt.Sprintf("--replicas=%d", n))
 		waitReplicas(t, admin, rs, n)
 	}
-	res := k.run(t, c.AdminConf(), "get", "rs", "web", "--no-headers")
-	if f := strings.Fields(res.stdout); res.exit != 0 || len(f) < 3 || f[1] != "4" || f[2] != "4" {
-		t.Errorf("kubectl get rs web: exit %d, stdout %q; want DESIRED 4 CURRENT 4", res.exit, res.stdout)
+	res := run("web", "get", "rs", "web", "--no-headers")
+	if f := strings.Fields(res.stdout); len(f) < 3 || f[1] != "4" || f[2] != "4" {
+		t.Errorf("kubectl get rs web: stdout %q; want DESIRED 4 CURRENT 4", res.stdout)
+	}
+
+	// A Deployment scaled keeps its one ReplicaSet, whose replicas and
+	// pods follow, with the deployment controller and the ReplicaSet
+	// controller both at work.
+	run("deployment.apps/api created", "create", "deployment", "api", "--image=registry.example/api:1", "--replicas=3")
+	var apiRS appsv1.ReplicaSet
+	waitFor(t, "the Deployment's ReplicaSet", func(ctx context.Context) error {
+		d, err := admin.AppsV1().Deployments("default").Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rss := replicaSetsOf(t, admin, d)
+		if len(rss) != 1 {
+			return fmt.Errorf("%d ReplicaSets", len(rss))
+		}
+		apiRS = rss["1"]
+		return nil
+	})
+	// follows waits until the ReplicaSet, the same one, asks for n pods
+	// and controls them.
+	follows := func(n int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("the Deployment's ReplicaSet asked for %d", n), func(ctx context.Context) error {
+			cur, err := admin.AppsV1().ReplicaSets("default").Get(ctx, apiRS.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if cur.UID != apiRS.UID || *cur.Spec.Replicas != int32(n) {
+				return fmt.Errorf("ReplicaSet %s (uid %s) asks for %d", cur.Name, cur.UID, *cur.Spec.Replicas)
+			}
+			return nil
+		})
+		waitReplicas(t, admin, &apiRS, n)
+	}
+	follows(3)
+	for _, n := range []int{0, 3} {
+		run("deployment.apps/api scaled", "scale", "deployment/api", fmt.Sprintf("--replicas=%d", n))
+		follows(n)
+	}
+	d, err := admin.AppsV1().Deployments("default").Get(t.Context(), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss := replicaSetsOf(t, admin, d); len(rss) != 1 || rss["1"].UID != apiRS.UID {
+		t.Errorf("after scaling, the Deployment's ReplicaSets by revision: %v; want only the first", slices.Sorted(maps.Keys(rss)))
+	}
+	// Pending pods (no node runs them): 3 up to date, none ready.
+	res = run("api", "get", "deployment", "api", "--no-headers")
+	if f := strings.Fields(res.stdout); len(f) < 3 || f[1] != "0/3" || f[2] != "3" {
+		t.Errorf("kubectl get deployment api: stdout %q; want READY 0/3 UP-TO-DATE 3", res.stdout)
 	}
 }
 

@@ -17,9 +17,10 @@ import (
 )
 
 // A controller manager killed in the middle of a rolling update, and
-// started again, completes it; no ReplicaSet ever holds more pods than
-// the Deployment's replicas, and the Deployment never more than its
-// replicas and maxSurge, as a watch of every pod sees throughout.
+// started again, completes it; no ReplicaSet ever holds more active pods
+// than the most replicas it had been asked for by then, and the
+// Deployment never more than its replicas and maxSurge, as watches of
+// every pod and ReplicaSet see throughout.
 func TestRolloutSurvivesControllerManagerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -43,6 +44,7 @@ func TestRolloutSurvivesControllerManagerKill(t *testing.T) {
 
 	createNamespace(t, c, admin, "roll")
 	rec := recordPods(t, admin, "roll")
+	history := recordReplicaSets(t, admin, "roll")
 	labels := map[string]string{"app": "web"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -105,9 +107,31 @@ func TestRolloutSurvivesControllerManagerKill(t *testing.T) {
 	if len(rss.Items) != 2 {
 		t.Errorf("%d ReplicaSets, want the old and the new", len(rss.Items))
 	}
+	waitFor(t, "the ReplicaSets' watch caught up", func(context.Context) error {
+		for _, rs := range rss.Items {
+			if !history.has(&rs) {
+				return fmt.Errorf("ReplicaSet %s at %s not seen yet", rs.Name, rs.ResourceVersion)
+			}
+		}
+		return nil
+	})
+	history.stop()
 	for _, rs := range rss.Items {
 		if most := rec.mostPods(rs.UID); most > replicas {
-			t.Errorf("ReplicaSet %s held %d pods at once, more than %d", rs.Name, most, replicas)
+			t.Errorf("ReplicaSet %s held %d pods at once, more than the Deployment's %d", rs.Name, most, replicas)
+		}
+		rises := rec.risesOf(rs.UID)
+		if len(rises) == 0 {
+			t.Errorf("ReplicaSet %s: no pod of it seen", rs.Name)
+		}
+		// Each pod a ReplicaSet gained is held to the replicas it had
+		// been asked for at that pod's revision: the largest so far,
+		// since pods scaled down stay active until they are deleted.
+		for _, r := range rises {
+			if most := history.largestReplicas(rs.UID, r.rev); r.active > int(most) {
+				t.Errorf("ReplicaSet %s held %d active pods at revision %d, when it had been asked for at most %d", rs.Name, r.active, r.rev, most)
+				break
+			}
 		}
 	}
 	if most := rec.mostActivePods(); most > replicas+surge {

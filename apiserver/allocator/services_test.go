@@ -124,6 +124,72 @@ func TestConcurrentCreatesGetDistinctIPs(t *testing.T) {
 	}
 }
 
+// As with cluster IPs: NodePort Services created from two servers
+// at once, 120 in a range of 150 ports, each get a port of their own;
+// once the range is full the next create is refused, naming the range,
+// and a deleted Service's port is free again.
+func TestConcurrentCreatesGetDistinctNodePorts(t *testing.T) {
+	e := etcdtest.Start(t)
+	servers := []*allocator.Services{
+		newServices(t, e, "10.0.0.0/24", "30000-30149"),
+		newServices(t, e, "10.0.0.0/24", "30000-30149"),
+	}
+	ctx := context.Background()
+	const n, size = 120, 150
+	var wg sync.WaitGroup
+	ports := make([]int32, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeNodePort)
+			errs[i] = servers[i%2].Save(ctx, key(svc.Name), 0, nil, svc)
+			ports[i] = svc.Spec.Ports[0].NodePort
+		})
+	}
+	wg.Wait()
+	seen := map[int32]int{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create s%d: %v", i, err)
+		}
+		if j, dup := seen[ports[i]]; dup {
+			t.Fatalf("s%d and s%d both got node port %d", j, i, ports[i])
+		}
+		seen[ports[i]] = i
+		if ports[i] < 30000 || ports[i] > 30149 {
+			t.Fatalf("s%d got node port %d, outside 30000-30149", i, ports[i])
+		}
+	}
+	for i := n; i < size; i++ {
+		svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeNodePort)
+		if err := servers[0].Save(ctx, key(svc.Name), 0, nil, svc); err != nil {
+			t.Fatalf("create s%d of %d: %v", i, size, err)
+		}
+	}
+	full := service("full", corev1.ServiceTypeNodePort)
+	err := servers[1].Save(ctx, key("full"), 0, nil, full)
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "the service node port range 30000-30149 is full") {
+		t.Fatalf("create in a full range: got %v, want an internal error naming 30000-30149 as full", err)
+	}
+
+	// Deleting s7 frees its port, and only that one.
+	got := &corev1.Service{}
+	store, _ := storage.New(e.Client(t), clientgoscheme.Scheme, nil, 10*time.Second)
+	if err := store.Get(ctx, servicesGR, key("s7"), got); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := storage.ParseResourceVersion(got.ResourceVersion)
+	if err := servers[0].Delete(ctx, key("s7"), rev, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[1].Save(ctx, key("full"), 0, nil, full); err != nil {
+		t.Fatalf("create after a delete: %v", err)
+	}
+	if full.Spec.Ports[0].NodePort != ports[7] {
+		t.Fatalf("the one free port is %d, got %d", ports[7], full.Spec.Ports[0].NodePort)
+	}
+}
+
 // A requested cluster IP or node port is taken only if free and in range.
 func TestRequestedValues(t *testing.T) {
 	e := etcdtest.Start(t)
