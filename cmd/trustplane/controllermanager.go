@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,10 +68,13 @@ not tolerate the taint, or once their tolerationSeconds have passed.`,
 				kubeconfig = datadir.Layout{Dir: dir}.Kubeconfig("controller-manager")
 			}
 			signing.defaults(dir)
-			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
 			if qps <= 0 || burst <= 0 {
 				return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", qps, burst)
 			}
+			if err := signing.check(names); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
 			o := signing.options(names, workers, newLogger())
 			o.QPS, o.Burst = qps, burst
 			o.NodeLifecycle = lifecycle.config
@@ -151,6 +156,24 @@ func (f *clusterSigningFlags) defaults(dir string) {
 	pkiDir := datadir.Layout{Dir: dir}.PKI()
 	f.certFile = cmp.Or(f.certFile, filepath.Join(pkiDir, "ca.crt"))
 	f.keyFile = cmp.Or(f.keyFile, filepath.Join(pkiDir, "ca.key"))
+}
+
+// check refuses, before anything runs, a CSR signer without its CA files
+// (by default in the data directory, which --kubeconfig alone does not
+// name).
+func (f *clusterSigningFlags) check(names []string) error {
+	if !slices.Contains(names, "csrsigning") {
+		return nil
+	}
+	for _, file := range []struct{ what, path, flag string }{
+		{"certificate", f.certFile, "--cluster-signing-cert-file"},
+		{"key", f.keyFile, "--cluster-signing-key-file"},
+	} {
+		if _, err := os.Stat(file.path); err != nil {
+			return fmt.Errorf("read the cluster signing %s: %w (name it with %s or the data directory with --dir, or leave the signer out: --controllers=*,-csrsigning)", file.what, err, file.flag)
+		}
+	}
+	return nil
 }
 
 func (f *clusterSigningFlags) options(names []string, workers int, logger *slog.Logger) controllers.Options {
