@@ -157,6 +157,13 @@ func TestSecretsMetadataGrant(t *testing.T) {
 			{"type by strategic merge patch", string(types.StrategicMergePatchType), `{"type":"kubernetes.io/tls"}`},
 			{"immutable", string(types.MergePatchType), `{"immutable":true}`},
 			{"data by apply", string(types.ApplyYAMLPatchType), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: b3RoZXI=\n"},
+			// Guesses that, right, would change nothing or pass: an
+			// answer that differed from a wrong guess's would tell.
+			{"data set to what it is", string(types.MergePatchType), `{"data":{"password":"czNjcjN0LW5ldmVyLXNob3du"}}`},
+			{"a test of the data", string(types.JSONPatchType), `[{"op":"test","path":"/data/password","value":"czNjcjN0LW5ldmVyLXNob3du"},{"op":"add","path":"/metadata/labels/guessed","value":"yes"}]`},
+			{"data copied into metadata", string(types.JSONPatchType), `[{"op":"copy","from":"/data/password","path":"/metadata/annotations/leak"}]`},
+			{"data applied as it is", string(types.ApplyYAMLPatchType), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: czNjcjN0LW5ldmVyLXNob3du\n"},
+			{"a replace of the whole object", string(types.StrategicMergePatchType), `{"$patch":"replace","metadata":{"name":"db"}}`},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				path := "/api/v1/namespaces/default/secrets/db"

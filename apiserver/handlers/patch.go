@@ -122,6 +122,11 @@ func (h *Handler) readPatch(r *http.Request) (*patchRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if responses.MetadataOnly(r.Context()) {
+		if err := namesOnlyMetadata(mediaType, body); err != nil {
+			return nil, err
+		}
+	}
 	return &patchRequest{contentType: mediaType, body: body, opts: opts, dry: isDryRun(opts.DryRun), conditional: setsResourceVersion(mediaType, body)}, nil
 }
 
@@ -223,6 +228,54 @@ func (h *Handler) patchRoute(q *scope) *writeRoute {
 		h.respond.Object(w, r, code, results[0])
 	}
 	return route
+}
+
+// namesOnlyMetadata refuses a patch, allowed only by a grant on metadata,
+// whose document names anything but the object's metadata (and its
+// apiVersion and kind): a JSON patch whose every operation's path and
+// from are under /metadata, a merge, strategic merge or apply patch whose
+// only other keys are apiVersion and kind. The document is judged, not
+// only its result: a patch that sets data to what it already is changes
+// nothing, and a JSON patch's test operation fails or passes on it, and
+// either would tell the client whether it guessed the data.
+func namesOnlyMetadata(contentType string, body []byte) error {
+	refuse := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "",
+		fmt.Errorf("a grant on secrets/%s allows patches of metadata only", responses.MetadataSubresource))
+	if contentType == string(types.ApplyYAMLPatchType) {
+		var err error
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return refuse
+		}
+	}
+	if contentType == string(types.JSONPatchType) {
+		var ops []map[string]any
+		if err := json.Unmarshal(body, &ops); err != nil {
+			return refuse
+		}
+		for _, op := range ops {
+			for _, field := range []string{"path", "from"} {
+				v, present := op[field]
+				if !present && field == "from" {
+					continue
+				}
+				path, _ := v.(string)
+				if path != "/metadata" && !strings.HasPrefix(path, "/metadata/") {
+					return refuse
+				}
+			}
+		}
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return refuse
+	}
+	for key := range doc {
+		if key != "metadata" && key != "apiVersion" && key != "kind" {
+			return refuse
+		}
+	}
+	return nil
 }
 
 // metadataOnlyPatch refuses a patch allowed only by a grant on metadata
