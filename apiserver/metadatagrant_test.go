@@ -26,8 +26,10 @@ func TestSecretsMetadataGrant(t *testing.T) {
 	cs := ts.clientset(t, admin)
 	const value = "s3cr3t-never-shown"
 	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: map[string]string{"app": "db"}},
-		Data:       map[string][]byte{"password": []byte(value)},
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: map[string]string{"app": "db"},
+			// What kubectl apply leaves: the whole object, data included.
+			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"apiVersion":"v1","data":{"password":"czNjcjN0LW5ldmVyLXNob3du"},"kind":"Secret"}`}},
+		Data: map[string][]byte{"password": []byte(value)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,8 @@ func TestSecretsMetadataGrant(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("answered %d: %s", code, body)
 		}
-		if strings.Contains(body, "cGFzc3dvcmQ") || strings.Contains(body, "czNjcjN0") || strings.Contains(body, value) || strings.Contains(body, `"data"`) {
+		if strings.Contains(body, "cGFzc3dvcmQ") || strings.Contains(body, "czNjcjN0") || strings.Contains(body, value) || strings.Contains(body, `"data"`) ||
+			strings.Contains(body, "password") || strings.Contains(body, "last-applied") || strings.Contains(body, "anagedFields") {
 			t.Fatalf("the Secret's data was answered: %s", body)
 		}
 		if !strings.Contains(body, kind) || !strings.Contains(body, "db") {
@@ -164,6 +167,14 @@ func TestSecretsMetadataGrant(t *testing.T) {
 			{"data copied into metadata", string(types.JSONPatchType), `[{"op":"copy","from":"/data/password","path":"/metadata/annotations/leak"}]`},
 			{"data applied as it is", string(types.ApplyYAMLPatchType), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: czNjcjN0LW5ldmVyLXNob3du\n"},
 			{"a replace of the whole object", string(types.StrategicMergePatchType), `{"$patch":"replace","metadata":{"name":"db"}}`},
+			// The metadata that holds or names the data.
+			{"a test of the last applied configuration", string(types.JSONPatchType), `[{"op":"test","path":"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration","value":"{}"}]`},
+			{"the last applied configuration copied", string(types.JSONPatchType), `[{"op":"copy","from":"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration","path":"/metadata/labels/x"}]`},
+			{"a test of the annotations whole", string(types.JSONPatchType), `[{"op":"test","path":"/metadata/annotations","value":{}}]`},
+			{"a test of the metadata whole", string(types.JSONPatchType), `[{"op":"test","path":"/metadata","value":{}}]`},
+			{"the last applied configuration set", string(types.MergePatchType), `{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`},
+			{"managed fields forged", string(types.MergePatchType), `{"metadata":{"managedFields":[{"manager":"kubectl","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:password":{}}}}]}}`},
+			{"managed fields by JSON patch", string(types.JSONPatchType), `[{"op":"remove","path":"/metadata/managedFields/0"}]`},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				path := "/api/v1/namespaces/default/secrets/db"

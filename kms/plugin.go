@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	kmsapi "k8s.io/kms/apis/v2"
@@ -66,6 +68,14 @@ const KeySize = 32
 // ReloadInterval is how often Serve looks at the key file: a read and a
 // SHA-256 of a small file.
 const ReloadInterval = 2 * time.Second
+
+// notFound is err, answered over gRPC as NotFound: a definite refusal,
+// which `secrets-encrypt verify` tells from a plugin it could not ask.
+type notFound struct{ error }
+
+func (e notFound) Unwrap() error { return e.error }
+
+func (e notFound) GRPCStatus() *status.Status { return status.New(codes.NotFound, e.Error()) }
 
 // ErrUnknownKey is a value sealed under a key the key file does not have
 // (any more): it cannot be opened.
@@ -251,7 +261,7 @@ func (p *Plugin) Decrypt(_ context.Context, _ string, req *service.DecryptReques
 		}
 	}
 	if k == nil {
-		return nil, fmt.Errorf("decrypt: sealed under KMS key %q, which is %w %s (removed?)", req.KeyID, ErrUnknownKey, p.path)
+		return nil, notFound{fmt.Errorf("decrypt: sealed under KMS key %q, which is %w %s (removed?)", req.KeyID, ErrUnknownKey, p.path)}
 	}
 	n := k.aead.NonceSize()
 	if len(req.Ciphertext) < n {

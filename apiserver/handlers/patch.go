@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,7 +260,7 @@ func namesOnlyMetadata(contentType string, body []byte) error {
 					continue
 				}
 				path, _ := v.(string)
-				if path != "/metadata" && !strings.HasPrefix(path, "/metadata/") {
+				if !openMetadataPath(path) {
 					return refuse
 				}
 			}
@@ -275,7 +276,39 @@ func namesOnlyMetadata(contentType string, body []byte) error {
 			return refuse
 		}
 	}
+	var meta map[string]json.RawMessage
+	if raw, ok := doc["metadata"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return refuse
+	}
+	if _, ok := meta["managedFields"]; ok {
+		return refuse
+	}
+	var annotations map[string]json.RawMessage
+	if raw, ok := meta["annotations"]; ok && string(raw) != "null" && json.Unmarshal(raw, &annotations) != nil {
+		return refuse
+	}
+	if _, ok := annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		return refuse
+	}
 	return nil
+}
+
+// openMetadataPath reports whether a JSON patch may name path under a
+// grant on metadata: a path inside metadata, but neither metadata nor its
+// annotations whole, nor the fields that hold or describe a Secret's
+// data: kubectl apply's last-applied configuration, and the managed
+// fields, which name the data's keys and whose forging would let a later
+// apply delete them (the answers to such a grant leave both out).
+func openMetadataPath(path string) bool {
+	const annotations = "/metadata/annotations"
+	lastApplied := annotations + "/" + strings.ReplaceAll(corev1.LastAppliedConfigAnnotation, "/", "~1")
+	switch {
+	case !strings.HasPrefix(path, "/metadata/"), path == annotations,
+		path == lastApplied, strings.HasPrefix(path, lastApplied+"/"),
+		path == "/metadata/managedFields", strings.HasPrefix(path, "/metadata/managedFields/"):
+		return false
+	}
+	return true
 }
 
 // metadataOnlyPatch refuses a patch allowed only by a grant on metadata

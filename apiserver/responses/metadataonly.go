@@ -3,6 +3,7 @@ package responses
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,15 @@ func MetadataOnly(ctx context.Context) bool {
 // request, whatever it asked for: PartialObjectMetadata, or
 // PartialObjectMetadataList for a list (Transform tells them apart).
 var metadataConversion = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata")
+
+// hideFromMetadata removes from m, a copy to be answered under a grant on
+// metadata, what holds or describes a Secret's data: kubectl apply's
+// last-applied configuration, a copy of the whole object, and the
+// managed fields, which name the data's keys.
+func hideFromMetadata(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+}
 
 // SameButMetadata reports whether old and updated differ at most in their
 // metadata: what a patch allowed only by a metadata grant may change.

@@ -58,7 +58,16 @@ func Transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 		if meta.IsListType(obj) {
 			kind = "PartialObjectMetadataList"
 		}
-		target = &schema.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: kind}
+		out, err := partialMetadataOf(obj, kind)
+		switch m := out.(type) {
+		case *metav1.PartialObjectMetadata:
+			hideFromMetadata(&m.ObjectMeta)
+		case *metav1.PartialObjectMetadataList:
+			for i := range m.Items {
+				hideFromMetadata(&m.Items[i].ObjectMeta)
+			}
+		}
+		return out, err
 	}
 	switch target.Kind {
 	case "Table":
@@ -91,32 +100,38 @@ func Transform(r *http.Request, opts negotiation.MediaTypeOptions, obj runtime.O
 		table.SetGroupVersionKind(gv.WithKind("Table"))
 		return table, nil
 	case "PartialObjectMetadata", "PartialObjectMetadataList":
-		if meta.IsListType(obj) {
-			if target.Kind != "PartialObjectMetadataList" {
-				return nil, NotAcceptable("a list can only be served as PartialObjectMetadataList")
-			}
-			listMeta, err := meta.ListAccessor(obj)
-			if err != nil {
-				return nil, err
-			}
-			out := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: gv.String()}}
-			out.ResourceVersion = listMeta.GetResourceVersion()
-			out.Continue = listMeta.GetContinue()
-			err = meta.EachListItem(obj, func(item runtime.Object) error {
-				p, err := partialMetadata(item)
-				if err == nil {
-					out.Items = append(out.Items, *p)
-				}
-				return err
-			})
-			return out, err
-		}
-		if target.Kind != "PartialObjectMetadata" {
-			return nil, NotAcceptable("an object can only be served as PartialObjectMetadata")
-		}
-		return partialMetadata(obj)
+		return partialMetadataOf(obj, target.Kind)
 	}
 	return nil, NotAcceptable("unsupported transformation")
+}
+
+// partialMetadataOf is obj, an object or a list, as kind:
+// PartialObjectMetadata or PartialObjectMetadataList.
+func partialMetadataOf(obj runtime.Object, kind string) (runtime.Object, error) {
+	if meta.IsListType(obj) {
+		if kind != "PartialObjectMetadataList" {
+			return nil, NotAcceptable("a list can only be served as PartialObjectMetadataList")
+		}
+		listMeta, err := meta.ListAccessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		out := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: metav1.SchemeGroupVersion.String()}}
+		out.ResourceVersion = listMeta.GetResourceVersion()
+		out.Continue = listMeta.GetContinue()
+		err = meta.EachListItem(obj, func(item runtime.Object) error {
+			p, err := partialMetadata(item)
+			if err == nil {
+				out.Items = append(out.Items, *p)
+			}
+			return err
+		})
+		return out, err
+	}
+	if kind != "PartialObjectMetadata" {
+		return nil, NotAcceptable("an object can only be served as PartialObjectMetadata")
+	}
+	return partialMetadata(obj)
 }
 
 func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {

@@ -312,7 +312,10 @@ func pluginKeyID(ctx context.Context, endpoint string) (string, error) {
 
 // PluginProbe is the KMSProbe that asks the plugin at the provider's
 // endpoint, as the API server does: it sends the data key to Decrypt and
-// drops what comes back. The connections last as long as ctx.
+// drops what comes back. Only NotFound, InvalidArgument and
+// FailedPrecondition are taken for a refusal (trustplane's plugin answers
+// NotFound for a key id it does not hold); any other failure is an error.
+// The connections last as long as ctx.
 func PluginProbe(ctx context.Context) KMSProbe {
 	services := map[string]kmsservice.Service{}
 	return func(callCtx context.Context, cfg *Config, provider string, dataKey *kmstypes.EncryptedObject) error {
@@ -332,10 +335,20 @@ func PluginProbe(ctx context.Context) KMSProbe {
 		switch status.Code(err) {
 		case codes.OK:
 			return nil
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-			return err
+		case codes.NotFound, codes.InvalidArgument, codes.FailedPrecondition:
+			// A definite refusal. The plugin's words, bounded and
+			// quoted: a plugin sees a sealed data key, a key id and
+			// annotations, never a Secret's data, but its message
+			// could hold anything.
+			msg := status.Convert(err).Message()
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			return fmt.Errorf("%w: %q", ErrCannotOpen, msg)
 		}
-		return fmt.Errorf("%w: %s", ErrCannotOpen, status.Convert(err).Message())
+		// Anything else may be passing (the plugin's own KMS out of
+		// reach): the plugin could not be asked.
+		return err
 	}
 }
 
