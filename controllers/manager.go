@@ -133,10 +133,13 @@ func Select(list []string) ([]string, error) {
 // 20 and 30 date from before API Priority and Fairness, when the client's
 // limit was the API server's only protection: at 20 a second a
 // Deployment of 1,000 replicas takes 50 s to create its pods, and its
-// rolling update twice that. This API server protects itself
-// (--max-requests-inflight answers 429, which client-go retries), and
-// each controller has a client of its own, so that one running away is
-// held to its own rate, not the others'.
+// rolling update twice that. Each controller has a client of its own,
+// and its requests at once are bounded by its workers, so that one
+// running away is held to its own rate, not the others'; past
+// --max-requests-inflight the API server answers 429, which client-go
+// retries. The server has no per-client fairness (kube's API Priority
+// and Fairness): a controller running away at this rate could take much
+// of its CPU.
 const (
 	DefaultQPS   = 500
 	DefaultBurst = 1000
