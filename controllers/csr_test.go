@@ -236,3 +236,32 @@ func TestSignable(t *testing.T) {
 		}
 	}
 }
+
+// CheckOptions refuses a CSR signer whose CA does not load, and only
+// when the signer runs.
+func TestCheckOptions(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	for _, tc := range []struct {
+		name        string
+		controllers []string
+		cert, key   string
+		wantErr     bool
+	}{
+		{"the signer without its files", []string{"replicaset", "csrsigning"}, missing, missing, true},
+		{"the signer with files that hold no CA", []string{"csrsigning"}, garbage, garbage, true},
+		{"the signer with no files named", []string{"csrsigning"}, "", "", true},
+		{"no signer", []string{"replicaset", "garbagecollector"}, missing, missing, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckOptions(Options{Controllers: tc.controllers, ClusterSigningCertFile: tc.cert, ClusterSigningKeyFile: tc.key})
+			if (err != nil) != tc.wantErr {
+				t.Errorf("CheckOptions: %v, want an error %v", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -301,6 +301,16 @@ func runControllers(ctx context.Context, o Options, clientAs func(string) (kuber
 	return nil
 }
 
+// CheckOptions refuses, before anything runs, options that the
+// controllers o names cannot run with: the CSR signer's CA must load.
+func CheckOptions(o Options) error {
+	if slices.Contains(o.Controllers, "csrsigning") {
+		_, err := newCSRSigner(o)
+		return err
+	}
+	return nil
+}
+
 // defaultClusterSigningDuration is kube-controller-manager's
 // --cluster-signing-duration: a year.
 const defaultClusterSigningDuration = 365 * 24 * time.Hour

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,13 +69,15 @@ not tolerate the taint, or once their tolerationSeconds have passed.`,
 			if qps <= 0 || burst <= 0 {
 				return fmt.Errorf("--kube-api-qps %g and --kube-api-burst %d must be positive", qps, burst)
 			}
-			if err := signing.check(names); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
 			o := signing.options(names, workers, newLogger())
 			o.QPS, o.Burst = qps, burst
 			o.NodeLifecycle = lifecycle.config
+			if err := controllers.CheckOptions(o); err != nil {
+				// The signing CA is by default in the data directory,
+				// which --kubeconfig alone does not name.
+				return fmt.Errorf("%w (name the cluster signing CA with --cluster-signing-cert-file and --cluster-signing-key-file or the data directory with --dir, or leave the signer out: --controllers=*,-csrsigning)", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
 			return runControllerManager(cmd.Context(), kubeconfig, o)
 		},
 	}
@@ -156,24 +156,6 @@ func (f *clusterSigningFlags) defaults(dir string) {
 	pkiDir := datadir.Layout{Dir: dir}.PKI()
 	f.certFile = cmp.Or(f.certFile, filepath.Join(pkiDir, "ca.crt"))
 	f.keyFile = cmp.Or(f.keyFile, filepath.Join(pkiDir, "ca.key"))
-}
-
-// check refuses, before anything runs, a CSR signer without its CA files
-// (by default in the data directory, which --kubeconfig alone does not
-// name).
-func (f *clusterSigningFlags) check(names []string) error {
-	if !slices.Contains(names, "csrsigning") {
-		return nil
-	}
-	for _, file := range []struct{ what, path, flag string }{
-		{"certificate", f.certFile, "--cluster-signing-cert-file"},
-		{"key", f.keyFile, "--cluster-signing-key-file"},
-	} {
-		if _, err := os.Stat(file.path); err != nil {
-			return fmt.Errorf("read the cluster signing %s: %w (name it with %s or the data directory with --dir, or leave the signer out: --controllers=*,-csrsigning)", file.what, err, file.flag)
-		}
-	}
-	return nil
 }
 
 func (f *clusterSigningFlags) options(names []string, workers int, logger *slog.Logger) controllers.Options {
