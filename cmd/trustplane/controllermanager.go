@@ -77,8 +77,11 @@ not tolerate the taint, or once their tolerationSeconds have passed.`,
 				// which --kubeconfig alone does not name.
 				return fmt.Errorf("%w (name the cluster signing CA with --cluster-signing-cert-file and --cluster-signing-key-file or the data directory with --dir, or leave the signer out: --controllers=*,-csrsigning)", err)
 			}
+			if o.Config, err = clientConfig(kubeconfig, ""); err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "controller manager running: %s\n", strings.Join(names, ", "))
-			return runControllerManager(cmd.Context(), kubeconfig, o)
+			return controllers.Run(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
