@@ -46,12 +46,20 @@ warn contains msg if {
 	secrets_size_may_exceed
 	secrets_size_bytes > secrets_size_limit_bytes
 	not secrets_size_data_changed
-	msg := secrets_size_message
+	msg := secrets_size_kept_message
 }
 
 secrets_size_message := sprintf(
 	"Secret %q in namespace %q holds %d bytes of data, more than the %d (64 KiB) a Secret may hold; a credential is smaller: keep bulk data out of Secrets",
 	[secrets_size_name, object.get(input.request, "namespace", ""), secrets_size_bytes, secrets_size_limit_bytes],
+)
+
+# An update that leaves the data as it is gets no byte count: its writer
+# may hold only a grant on the Secret's metadata (secrets/metadata), which
+# shows no data, its size included.
+secrets_size_kept_message := sprintf(
+	"Secret %q in namespace %q holds more data than the %d (64 KiB) a Secret may hold; a credential is smaller: keep bulk data out of Secrets",
+	[secrets_size_name, object.get(input.request, "namespace", ""), secrets_size_limit_bytes],
 )
 
 secrets_size_object := object.get(input.request, "object", null)
