@@ -109,6 +109,11 @@ func admitNode(nodeName string, a admission.Attributes) error {
 		return err
 	}
 	switch a.GetOperation() {
+	case admission.Delete:
+		// The Node authorizer grants no delete of nodes; were it
+		// granted, a node could shed, by registering again, the taints,
+		// cordon and labels an admin set on it.
+		return admission.NewForbidden(a, fmt.Errorf("node %q is not allowed to delete nodes", nodeName))
 	case admission.Create:
 		n, ok := a.GetObject().(*corev1.Node)
 		if !ok {

@@ -166,7 +166,7 @@ func TestNodeRestriction(t *testing.T) {
 		{"update another node's status", update(n1, nodesGVR, "status", "", "n2", node("n2", nil), node("n2", nil)), forbidden, ""},
 		{"rename itself to another node", update(n1, nodesGVR, "", "", "n1", node("n2", nil), node("n1", nil)), forbidden, ""},
 		{"delete another node", del(n1, nodesGVR, "", "n2", nil), forbidden, ""},
-		{"delete itself", del(n1, nodesGVR, "", "n1", nil), allowed, ""},
+		{"delete itself", del(n1, nodesGVR, "", "n1", nil), forbidden, ""},
 		{"update itself", update(n1, nodesGVR, "", "", "n1", node("n1", withLabel("team", "b")), node("n1", nil)), allowed, ""},
 		{"update own status", update(n1, nodesGVR, "status", "", "n1", node("n1", func(n *corev1.Node) {
 			withTaint(n)

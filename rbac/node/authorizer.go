@@ -62,8 +62,10 @@ func nodeRules() map[resource][]string {
 	core, events := corev1.GroupName, "events.k8s.io"
 	return map[resource][]string{
 		// Registering and reporting: NodeRestriction limits writes to the
-		// node's own Node.
-		{group: core, resource: "nodes"}:                                       {"get", "list", "watch", "create", "update", "patch", "delete"},
+		// node's own Node. No delete, as kube's: a node that deleted its
+		// Node could register it again without the taints, cordon and
+		// labels an admin set on it.
+		{group: core, resource: "nodes"}:                                       {"get", "list", "watch", "create", "update", "patch"},
 		{group: core, resource: "nodes", subresource: "status"}:                {"update", "patch"},
 		{group: core, resource: "pods"}:                                        {"get", "list", "watch", "create", "delete"}, // mirror pods only, by NodeRestriction
 		{group: core, resource: "pods", subresource: "status"}:                 {"update", "patch"},                          // pods bound to the node, by NodeRestriction

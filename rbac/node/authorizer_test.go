@@ -215,7 +215,7 @@ func TestAuthorize(t *testing.T) {
 		{"list nodes", req(n1, "list", "", "nodes", "", "", ""), allow, ""},
 		{"create node", req(n1, "create", "", "nodes", "", "", ""), allow, ""},
 		{"patch node", req(n1, "patch", "", "nodes", "", "", "n1"), allow, ""},
-		{"delete node", req(n1, "delete", "", "nodes", "", "", "n1"), allow, ""},
+		{"delete own node", req(n1, "delete", "", "nodes", "", "", "n1"), none, ""},
 		{"update node status", req(n1, "update", "", "nodes", "status", "", "n1"), allow, ""},
 		{"node proxy", req(n1, "get", "", "nodes", "proxy", "", "n1"), none, ""},
 		{"list pods", req(n1, "list", "", "pods", "", "", ""), allow, ""},
