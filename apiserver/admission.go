@@ -42,13 +42,23 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
+	var controllerAccounts []string
+	for _, sa := range rbac.ControllerServiceAccounts() {
+		controllerAccounts = append(controllerAccounts, sa.Name)
+	}
+	controllerIdentities, err := admission.NewControllerIdentities(rbac.ControllerUser(rbac.GarbageCollectorServiceAccount), rbac.ControllersNamespace, controllerAccounts)
+	if err != nil {
+		return nil, nil, err
+	}
 	if tolerations == nil {
 		return nil, nil, errors.New("admission: the DefaultTolerationSeconds plugin is nil")
 	}
 	// DefaultTolerationSeconds, then CertificateApproval,
 	// CertificateSigning and CertificateSubjectRestriction come after
 	// NodeRestriction in kube's order, as here.
-	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, tolerations, certificates, escalation}, extra...)
+	// ControllerIdentities is trustplane's: its controllers each have
+	// an identity of their own, which kube's do not by default.
+	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, tolerations, certificates, escalation, controllerIdentities}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

@@ -286,6 +286,17 @@ func TestGarbageCollector(t *testing.T) {
 			t.Errorf("the collector reading a Secret: %v, want Forbidden", err)
 		}
 		listsMetadataOnly(t, gc, ns, "s3cret")
+		// It may patch every kind that can own or be owned, but
+		// admission keeps it to ownerReferences and finalizers.
+		aggregate := []byte(`{"metadata":{"labels":{"rbac.authorization.k8s.io/aggregate-to-view":"true"}}}`)
+		if _, err := gc.RbacV1().ClusterRoles().Patch(ctx, "system:controller:generic-garbage-collector", types.MergePatchType, aggregate, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the collector aggregating its role into view: %v, want Forbidden", err)
+		}
+		running("gc-victim")
+		image := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example/evil:1"}]}}}}`)
+		if _, err := gc.AppsV1().Deployments(ns).Patch(ctx, "gc-victim", types.StrategicMergePatchType, image, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("the collector changing a Deployment's template: %v, want Forbidden", err)
+		}
 		if _, err := gc.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-gc"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("the collector creating a ConfigMap: %v, want Forbidden", err)
 		}

@@ -20,6 +20,9 @@ const (
 	// SharedInformersServiceAccount lists and watches, for every
 	// controller, what the controllers read.
 	SharedInformersServiceAccount = "shared-informers"
+	// GarbageCollectorServiceAccount is the garbage collector's, whose
+	// writes admission keeps to ownerReferences and finalizers.
+	GarbageCollectorServiceAccount = "generic-garbage-collector"
 	// LeaderElectionServiceAccount holds the controller manager's Lease,
 	// kube-system/kube-controller-manager.
 	LeaderElectionServiceAccount = "kube-controller-manager"
@@ -177,7 +180,7 @@ func Controllers() []Controller {
 			// are named, not "*": a kind added to the server must be
 			// added here (a test of the server's checks it).
 			Name:           "garbagecollector",
-			ServiceAccount: "generic-garbage-collector",
+			ServiceAccount: GarbageCollectorServiceAccount,
 			Rules: rules(
 				newRule("list", "watch", "patch", "delete").groups(coreGroup).
 					resources("configmaps", "pods", "serviceaccounts", "services", "namespaces", "nodes"),
