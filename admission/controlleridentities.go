@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,28 +24,50 @@ import (
 //   - no pod may run as one of the controllers' ServiceAccounts, whose
 //     tokens only the controller manager obtains: a controller that may
 //     create pods (ReplicaSet, DaemonSet, StatefulSet) could otherwise
-//     mount another controller's token in a pod of its own.
+//     mount another controller's token in a pod of its own;
+//   - the controller manager's own identity obtains those tokens for the
+//     API server only: for its audiences, bound to no object, for at
+//     most MaxControllerTokenSeconds. It could otherwise mint tokens for
+//     another service, or lasting a day.
 type ControllerIdentities struct {
 	*admission.Handler
-	garbageCollector string
-	namespace        string
-	serviceAccounts  []string
+	garbageCollector  string
+	controllerManager string
+	namespace         string
+	serviceAccounts   []string
+	apiAudiences      []string
+}
+
+// MaxControllerTokenSeconds bounds the lifetime of a token the controller
+// manager obtains for a controller: the hour it asks for.
+const MaxControllerTokenSeconds = 3600
+
+// ControllerIdentitiesConfig names the identities the plugin keeps.
+type ControllerIdentitiesConfig struct {
+	// GarbageCollector and ControllerManager are user names.
+	GarbageCollector, ControllerManager string
+	// Namespace holds the controllers' ServiceAccounts, named
+	// ServiceAccounts.
+	Namespace       string
+	ServiceAccounts []string
+	// APIAudiences are the API server's token audiences.
+	APIAudiences []string
 }
 
 var _ admission.ValidationInterface = (*ControllerIdentities)(nil)
 
-// NewControllerIdentities returns the plugin: garbageCollector is the
-// garbage collector's user name, serviceAccounts the names of the
-// controllers' ServiceAccounts in namespace.
-func NewControllerIdentities(garbageCollector, namespace string, serviceAccounts []string) (*ControllerIdentities, error) {
-	if garbageCollector == "" || namespace == "" || len(serviceAccounts) == 0 {
-		return nil, errors.New("controller identities admission: the garbage collector's user and the controllers' ServiceAccounts are required")
+// NewControllerIdentities returns the plugin.
+func NewControllerIdentities(c ControllerIdentitiesConfig) (*ControllerIdentities, error) {
+	if c.GarbageCollector == "" || c.ControllerManager == "" || c.Namespace == "" || len(c.ServiceAccounts) == 0 || len(c.APIAudiences) == 0 {
+		return nil, errors.New("controller identities admission: the garbage collector's and the controller manager's users, the controllers' ServiceAccounts and the API audiences are required")
 	}
 	return &ControllerIdentities{
-		Handler:          admission.NewHandler(admission.Create, admission.Update),
-		garbageCollector: garbageCollector,
-		namespace:        namespace,
-		serviceAccounts:  slices.Clone(serviceAccounts),
+		Handler:           admission.NewHandler(admission.Create, admission.Update),
+		garbageCollector:  c.GarbageCollector,
+		controllerManager: c.ControllerManager,
+		namespace:         c.Namespace,
+		serviceAccounts:   slices.Clone(c.ServiceAccounts),
+		apiAudiences:      slices.Sorted(slices.Values(c.APIAudiences)),
 	}, nil
 }
 
@@ -55,7 +78,15 @@ func (p *ControllerIdentities) Validate(_ context.Context, a admission.Attribute
 			return admission.NewForbidden(a, fmt.Errorf("no pod may run as the controller ServiceAccount %s/%s", p.namespace, pod.Spec.ServiceAccountName))
 		}
 	}
-	if u := a.GetUserInfo(); u == nil || u.GetName() != p.garbageCollector || a.GetOperation() != admission.Update {
+	u := a.GetUserInfo()
+	if u == nil {
+		return nil
+	}
+	if u.GetName() == p.controllerManager && a.GetOperation() == admission.Create &&
+		a.GetResource().GroupResource() == serviceAccountsResource && a.GetSubresource() == "token" {
+		return p.controllerToken(a)
+	}
+	if u.GetName() != p.garbageCollector || a.GetOperation() != admission.Update {
 		return nil
 	}
 	if a.GetSubresource() != "" {
@@ -67,6 +98,25 @@ func (p *ControllerIdentities) Validate(_ context.Context, a admission.Attribute
 	}
 	if !same {
 		return admission.NewForbidden(a, errors.New("the garbage collector may change only ownerReferences and finalizers"))
+	}
+	return nil
+}
+
+// controllerToken refuses a TokenRequest of the controller manager that
+// asks for more than the API server's audiences, for an hour at most,
+// bound to no object. Its defaults are set before admission.
+func (p *ControllerIdentities) controllerToken(a admission.Attributes) error {
+	tr, ok := a.GetObject().(*authenticationv1.TokenRequest)
+	if !ok {
+		return unexpectedObject(a, a.GetObject())
+	}
+	switch {
+	case tr.Spec.BoundObjectRef != nil:
+		return admission.NewForbidden(a, errors.New("the controller manager may not bind a controller's token to an object"))
+	case tr.Spec.ExpirationSeconds == nil || *tr.Spec.ExpirationSeconds > MaxControllerTokenSeconds:
+		return admission.NewForbidden(a, fmt.Errorf("the controller manager may obtain controller tokens for %d seconds at most", MaxControllerTokenSeconds))
+	case !slices.Equal(slices.Sorted(slices.Values(tr.Spec.Audiences)), p.apiAudiences):
+		return admission.NewForbidden(a, errors.New("the controller manager may obtain controller tokens for the API server's audiences only"))
 	}
 	return nil
 }

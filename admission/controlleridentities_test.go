@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,7 +21,9 @@ import (
 // what it is not for, and pods that would run as a controller.
 func TestControllerIdentities(t *testing.T) {
 	const gc = "system:serviceaccount:kube-system:generic-garbage-collector"
-	p, err := NewControllerIdentities(gc, "kube-system", []string{"generic-garbage-collector", "replicaset-controller"})
+	const manager = "system:kube-controller-manager"
+	p, err := NewControllerIdentities(ControllerIdentitiesConfig{GarbageCollector: gc, ControllerManager: manager, Namespace: "kube-system",
+		ServiceAccounts: []string{"generic-garbage-collector", "replicaset-controller"}, APIAudiences: []string{"https://trustplane.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +44,27 @@ func TestControllerIdentities(t *testing.T) {
 		return admission.NewAttributesRecord(obj, nil, corev1.SchemeGroupVersion.WithKind("Pod"), namespace, "p", corev1.SchemeGroupVersion.WithResource("pods"), "",
 			admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller"})
 	}
+	// token is a TokenRequest of who for the garbage collector's
+	// account, as admission sees it: defaulted.
+	token := func(who string, change func(*authenticationv1.TokenRequestSpec)) admission.Attributes {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"https://trustplane.example"}, ExpirationSeconds: new(int64(3600))}}
+		change(&tr.Spec)
+		return admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), "kube-system", "generic-garbage-collector",
+			corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "token", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: who})
+	}
 	for _, tc := range []struct {
 		name      string
 		a         admission.Attributes
 		forbidden bool
 	}{
+		{"the manager's hour-long token for the API", token(manager, func(*authenticationv1.TokenRequestSpec) {}), false},
+		{"the manager's token for another audience", token(manager, func(s *authenticationv1.TokenRequestSpec) { s.Audiences = []string{"https://vault.example"} }), true},
+		{"the manager's token for the API and more", token(manager, func(s *authenticationv1.TokenRequestSpec) { s.Audiences = append(s.Audiences, "https://vault.example") }), true},
+		{"the manager's day-long token", token(manager, func(s *authenticationv1.TokenRequestSpec) { s.ExpirationSeconds = new(int64(86400)) }), true},
+		{"the manager's token bound to a pod", token(manager, func(s *authenticationv1.TokenRequestSpec) {
+			s.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p"}
+		}), true},
+		{"an admin's day-long token", token("admin", func(s *authenticationv1.TokenRequestSpec) { s.ExpirationSeconds = new(int64(86400)) }), false},
 		{"the collector releases a dependent", update(gc, "deployments", "", deployment, func(o runtime.Object) {
 			o.(*appsv1.Deployment).OwnerReferences = nil
 			o.(*appsv1.Deployment).ResourceVersion = "6"

@@ -17,7 +17,7 @@ import (
 // from the server's flags) only mutates, the others only validate; extra
 // plugins (the Rego stage, which mutates and validates, as kube's
 // admission webhooks) go last.
-func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, tolerations *admission.DefaultTolerationSeconds, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
+func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz *rbac.Authorizer, tolerations *admission.DefaultTolerationSeconds, apiAudiences []string, extra []k8sadmission.Interface) (k8sadmission.MutationInterface, k8sadmission.ValidationInterface, error) {
 	lifecycle, err := admission.NewNamespaceLifecycle(reader)
 	if err != nil {
 		return nil, nil, err
@@ -46,7 +46,13 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	for _, sa := range rbac.ControllerServiceAccounts() {
 		controllerAccounts = append(controllerAccounts, sa.Name)
 	}
-	controllerIdentities, err := admission.NewControllerIdentities(rbac.ControllerUser(rbac.GarbageCollectorServiceAccount), rbac.ControllersNamespace, controllerAccounts)
+	controllerIdentities, err := admission.NewControllerIdentities(admission.ControllerIdentitiesConfig{
+		GarbageCollector:  rbac.ControllerUser(rbac.GarbageCollectorServiceAccount),
+		ControllerManager: rbac.ControllerManagerUser,
+		Namespace:         rbac.ControllersNamespace,
+		ServiceAccounts:   controllerAccounts,
+		APIAudiences:      apiAudiences,
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -346,7 +346,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, tolerations, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
+	mutating, validating, err := admissionChains(reader, authz, rbacAuthz, tolerations, c.APIAudiences, append([]k8sadmission.Interface{rego}, c.extraAdmission...))
 	if err != nil {
 		return nil, err
 	}

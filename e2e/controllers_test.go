@@ -205,6 +205,15 @@ func TestControllerIdentities(t *testing.T) {
 	forbidden("the controller manager's token for kube-system/default", err)
 	_, err = manager.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	forbidden("the controller manager lists namespaces", err)
+	// A controller's token for the API server only: an hour at most,
+	// its audiences, bound to nothing.
+	day := int64(86400)
+	_, err = manager.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "generic-garbage-collector",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}}, metav1.CreateOptions{})
+	forbidden("the controller manager's day-long token for a controller", err)
+	_, err = manager.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "generic-garbage-collector",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"https://vault.example"}}}, metav1.CreateOptions{})
+	forbidden("the controller manager's token for another audience", err)
 	_, err = manager.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
 	forbidden("the controller manager creates a pod", err)
 
