@@ -1,6 +1,9 @@
 package pki
 
 import (
+	"crypto/x509"
+	"encoding/asn1"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -157,6 +160,9 @@ func (ca *CA) SignClientCSR(csrPEM []byte, usages []string, notAfter time.Time) 
 			return nil, fmt.Errorf("sign client certificate: usage %q is not a client's", u)
 		}
 	}
+	if err := refuseCARequest(csrPEM); err != nil {
+		return nil, fmt.Errorf("sign client certificate: %w", err)
+	}
 	if notAfter.After(ca.Cert.NotAfter) {
 		notAfter = ca.Cert.NotAfter
 	}
@@ -168,6 +174,9 @@ func (ca *CA) SignClientCSR(csrPEM []byte, usages []string, notAfter time.Time) 
 		Usage:        usages,
 		Expiry:       validity,
 		ExpiryString: validity.String(),
+		// Only the subject and the key come from the request: without
+		// a list, cfssl also copies its TLS delegation extension.
+		CSRWhitelist: &config.CSRWhitelist{Subject: true, PublicKey: true, PublicKeyAlgorithm: true, SignatureAlgorithm: true},
 	}}
 	s, err := local.NewSigner(ca.key, ca.Cert, signer.DefaultSigAlgo(ca.key), policy)
 	if err != nil {
@@ -179,4 +188,33 @@ func (ca *CA) SignClientCSR(csrPEM []byte, usages []string, notAfter time.Time) 
 		return nil, fmt.Errorf("sign client certificate: %w", err)
 	}
 	return certPEM, nil
+}
+
+// refuseCARequest refuses a request that asks to be a CA, or that cannot
+// be read. The signer takes nothing but the subject and the key from a
+// request, so it would not sign a CA; a client that asks for one is
+// refused all the same.
+func refuseCARequest(csrPEM []byte) error {
+	block, _ := pem.Decode(csrPEM)
+	if block == nil {
+		return errors.New("the request is not PEM")
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return err
+	}
+	basicConstraints := asn1.ObjectIdentifier{2, 5, 29, 19}
+	for _, ext := range req.Extensions {
+		if !ext.Id.Equal(basicConstraints) {
+			continue
+		}
+		var bc struct {
+			IsCA       bool `asn1:"optional"`
+			MaxPathLen int  `asn1:"optional,default:-1"`
+		}
+		if _, err := asn1.Unmarshal(ext.Value, &bc); err != nil || bc.IsCA {
+			return errors.New("the request asks to be a CA")
+		}
+	}
+	return nil
 }

@@ -40,6 +40,8 @@ func TestSignClientCSR(t *testing.T) {
 		t.Fatal(err)
 	}
 	bcOID := asn1.ObjectIdentifier{2, 5, 29, 19}
+	delegationOID := asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 44363, 44}
+	asn1NULL := []byte{0x05, 0x00}
 	for _, tt := range []struct {
 		name   string
 		tmpl   x509.CertificateRequest
@@ -50,6 +52,9 @@ func TestSignClientCSR(t *testing.T) {
 		{"server auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature", "client auth", "server auth"}, false},
 		{"no client auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature"}, false},
 		{"a CA", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: bcOID, Critical: true, Value: caTrue}}}, []string{"digital signature", "client auth"}, false},
+		// cfssl copies a request's TLS delegation extension unless the
+		// profile lists what it takes from a request.
+		{"a delegation extension", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: delegationOID, Value: asn1NULL}}}, []string{"digital signature", "client auth"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := ca.SignClientCSR(request(&tt.tmpl), tt.usages, time.Now().Add(365*24*time.Hour))
@@ -63,6 +68,11 @@ func TestSignClientCSR(t *testing.T) {
 			cert, err := x509.ParseCertificate(b.Bytes)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, ext := range cert.Extensions {
+				if ext.Id.Equal(delegationOID) {
+					t.Errorf("the certificate carries the request's delegation extension")
+				}
 			}
 			if cert.IsCA || len(cert.DNSNames) > 0 || len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageClientAuth {
 				t.Errorf("CA %v, DNS names %v, usages %v; want a client certificate naming no host", cert.IsCA, cert.DNSNames, cert.ExtKeyUsage)
