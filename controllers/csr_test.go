@@ -54,6 +54,14 @@ func TestNodeClientRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	weakRSA, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p224, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	node := pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}
 	ds, ke, ca, sa := certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth
 	caTrue, err := asn1.Marshal(struct{ IsCA bool }{true})
@@ -82,6 +90,9 @@ func TestNodeClientRequest(t *testing.T) {
 		{"a DNS name", ec, x509.CertificateRequest{Subject: node, DNSNames: []string{"n1"}}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"an address", ec, x509.CertificateRequest{Subject: node, IPAddresses: []net.IP{net.IPv4(10, 0, 0, 1)}}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"a CA", ec, x509.CertificateRequest{Subject: node, ExtraExtensions: []pkix.Extension{{Id: oidBasicConstraints, Critical: true, Value: caTrue}}}, []certificatesv1.KeyUsage{ds, ca}, false},
+		{"a 1024-bit RSA key", weakRSA, x509.CertificateRequest{Subject: node}, []certificatesv1.KeyUsage{ds, ke, ca}, false},
+		{"a P-224 key", p224, x509.CertificateRequest{Subject: node}, []certificatesv1.KeyUsage{ds, ca}, false},
+		{"a node name that is not a name", ec, x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:a:b", Organization: []string{"system:nodes"}}}, []certificatesv1.KeyUsage{ds, ca}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			csr := testCSR(t, tt.key, &tt.tmpl, tt.usages...)

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/asn1"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trustplane/trustplane/rbac"
@@ -161,6 +164,12 @@ func nodeClientRequest(csr *certificatesv1.CertificateSigningRequest) (string, e
 	if !ok || node == "" {
 		return "", fmt.Errorf("the subject's common name %q is not %s<node name>", req.Subject.CommonName, nodeUserPrefix)
 	}
+	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
+		return "", fmt.Errorf("the node name %q is not a valid name: %s", node, strings.Join(errs, "; "))
+	}
+	if err := strongKey(req.PublicKey); err != nil {
+		return "", err
+	}
 	if !slices.Equal(req.Subject.Organization, []string{nodesGroup}) {
 		return "", fmt.Errorf("the subject's organizations %q are not exactly [%s]", req.Subject.Organization, nodesGroup)
 	}
@@ -187,6 +196,24 @@ func nodeClientRequest(csr *certificatesv1.CertificateSigningRequest) (string, e
 		}
 	}
 	return "", fmt.Errorf("the usages %q are not digital signature and client auth (with key encipherment for an RSA key)", csr.Spec.Usages)
+}
+
+// strongKey refuses a key weaker than the cluster's own: RSA of fewer than
+// 2,048 bits, or an elliptic curve other than P-256 or P-384.
+func strongKey(key any) error {
+	switch k := key.(type) {
+	case *rsa.PublicKey:
+		if k.N.BitLen() < 2048 {
+			return fmt.Errorf("the RSA key has %d bits; a node's needs 2048 or more", k.N.BitLen())
+		}
+		return nil
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() && k.Curve != elliptic.P384() {
+			return fmt.Errorf("the ECDSA curve %s is not P-256 or P-384", k.Curve.Params().Name)
+		}
+		return nil
+	}
+	return fmt.Errorf("a %T key is not RSA or ECDSA", key)
 }
 
 // oidBasicConstraints is the X.509 extension that makes a certificate a CA.
