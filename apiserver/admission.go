@@ -22,6 +22,14 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The namespace controller's deletes and namespace writes, held to
+	// namespaces being deleted: not a kube plugin (kube's controller
+	// holds "*"), it goes beside NamespaceLifecycle, whose reads it
+	// shares.
+	namespaceController, err := admission.NewNamespaceControllerRestriction(rbac.ControllerUser(rbac.NamespaceControllerServiceAccount), reader)
+	if err != nil {
+		return nil, nil, err
+	}
 	policyConfigMaps, err := admission.NewPolicyConfigMaps(rbac.ClusterAdminsGroup)
 	if err != nil {
 		return nil, nil, err
@@ -62,9 +70,10 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	// DefaultTolerationSeconds, then CertificateApproval,
 	// CertificateSigning and CertificateSubjectRestriction come after
 	// NodeRestriction in kube's order, as here.
-	// ControllerIdentities is trustplane's: its controllers each have
-	// an identity of their own, which kube's do not by default.
-	plugins := append([]k8sadmission.Interface{lifecycle, policyConfigMaps, serviceAccount, nodeRestriction, tolerations, certificates, escalation, controllerIdentities}, extra...)
+	// NamespaceControllerRestriction and ControllerIdentities are
+	// trustplane's: its controllers each have an identity of their own,
+	// which kube's do not by default.
+	plugins := append([]k8sadmission.Interface{lifecycle, namespaceController, policyConfigMaps, serviceAccount, nodeRestriction, tolerations, certificates, escalation, controllerIdentities}, extra...)
 	var mutating, validating []k8sadmission.Interface
 	for _, p := range plugins {
 		if _, ok := p.(k8sadmission.MutationInterface); ok {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/trustplane/trustplane/e2e/e2etest"
 	"github.com/trustplane/trustplane/rbac"
@@ -148,7 +151,12 @@ func TestNamespaceDeletion(t *testing.T) {
 }
 
 // The namespace controller's token deletes; it does not create, nor read
-// a Secret's data.
+// a Secret's data. It deletes and finalizes only in a namespace being
+// deleted: in kube-system (live) it cannot delete a ConfigMap, the
+// controller manager's tokens RoleBinding (one by one or as a
+// collection), a controller's ServiceAccount or the manager's Lease, nor
+// mark the namespace Terminating or finalize it; each stays as it was.
+// In a namespace being deleted the same token deletes and writes status.
 func TestNamespaceControllerIdentity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping end-to-end test in -short mode")
@@ -175,4 +183,102 @@ func TestNamespaceControllerIdentity(t *testing.T) {
 	forbidden("the namespace controller creates a namespace", err)
 	err = nc.CoreV1().Namespaces().Delete(ctx, "default", metav1.DeleteOptions{})
 	forbidden("the namespace controller deletes a namespace", err)
+
+	namespaceControllerOnlyInDeleted(t, admin, nc)
+}
+
+// namespaceControllerOnlyInDeleted checks that nc, the namespace
+// controller's client, is refused by admission in a live namespace and
+// admitted in one being deleted (the controller manager is not running,
+// so the namespace stays Terminating).
+func namespaceControllerOnlyInDeleted(t *testing.T, admin, nc kubernetes.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	const sys = metav1.NamespaceSystem
+	notDeleted := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "namespace "+sys+" is not being deleted") {
+			t.Errorf("%s: %v, want Forbidden: namespace %s is not being deleted", what, err, sys)
+		}
+	}
+	if _, err := admin.CoreV1().ConfigMaps(sys).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const tokens = "system:kube-controller-manager:tokens"
+	notDeleted("the namespace controller deletes a ConfigMap in kube-system",
+		nc.CoreV1().ConfigMaps(sys).Delete(ctx, "settings", metav1.DeleteOptions{}))
+	notDeleted("the namespace controller deletes the tokens RoleBinding",
+		nc.RbacV1().RoleBindings(sys).Delete(ctx, tokens, metav1.DeleteOptions{}))
+	notDeleted("the namespace controller deletes kube-system's RoleBindings",
+		nc.RbacV1().RoleBindings(sys).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	notDeleted("the namespace controller deletes a controller's ServiceAccount",
+		nc.CoreV1().ServiceAccounts(sys).Delete(ctx, rbac.NamespaceControllerServiceAccount, metav1.DeleteOptions{}))
+	// The controller manager is off: its Lease is made here.
+	if _, err := admin.CoordinationV1().Leases(sys).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: rbac.ControllerManagerLease}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	notDeleted("the namespace controller deletes kube-system's Leases",
+		nc.CoordinationV1().Leases(sys).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+
+	live, err := admin.CoreV1().Namespaces().Get(ctx, sys, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := live.DeepCopy()
+	marked.Status.Phase = corev1.NamespaceTerminating
+	_, err = nc.CoreV1().Namespaces().UpdateStatus(ctx, marked, metav1.UpdateOptions{})
+	notDeleted("the namespace controller marks kube-system Terminating", err)
+	finalized := live.DeepCopy()
+	finalized.Spec.Finalizers = nil
+	_, err = nc.CoreV1().Namespaces().Finalize(ctx, finalized, metav1.UpdateOptions{})
+	notDeleted("the namespace controller finalizes kube-system", err)
+
+	// Each is as it was: the refusal came before storage.
+	if _, err := admin.CoreV1().ConfigMaps(sys).Get(ctx, "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ConfigMap: %v", err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(sys).Get(ctx, tokens, metav1.GetOptions{}); err != nil {
+		t.Errorf("the tokens RoleBinding: %v", err)
+	}
+	if _, err := admin.CoreV1().ServiceAccounts(sys).Get(ctx, rbac.NamespaceControllerServiceAccount, metav1.GetOptions{}); err != nil {
+		t.Errorf("the namespace controller's ServiceAccount: %v", err)
+	}
+	if _, err := admin.CoordinationV1().Leases(sys).Get(ctx, rbac.ControllerManagerLease, metav1.GetOptions{}); err != nil {
+		t.Errorf("the controller manager's Lease: %v", err)
+	}
+	if got, err := admin.CoreV1().Namespaces().Get(ctx, sys, metav1.GetOptions{}); err != nil || got.Status.Phase != corev1.NamespaceActive || !slices.Equal(got.Spec.Finalizers, live.Spec.Finalizers) {
+		t.Errorf("kube-system after the controller's writes: %v %+v", err, got)
+	}
+
+	// A namespace being deleted: the controller manager is off, so its
+	// "kubernetes" finalizer holds it Terminating.
+	const doomed = "doomed"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := admin.CoreV1().ConfigMaps(doomed).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.CoreV1().ConfigMaps(doomed).Delete(ctx, "a", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "namespace "+doomed+" is not being deleted") {
+		t.Errorf("the namespace controller deletes in a live namespace: %v, want Forbidden", err)
+	}
+	if err := admin.CoreV1().Namespaces().Delete(ctx, doomed, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.CoreV1().ConfigMaps(doomed).Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the namespace controller deletes in a namespace being deleted: %v", err)
+	}
+	if err := nc.CoreV1().ConfigMaps(doomed).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Errorf("the namespace controller deletes a collection in a namespace being deleted: %v", err)
+	}
+	ns, err := admin.CoreV1().Namespaces().Get(ctx, doomed, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Status.Conditions = append(ns.Status.Conditions, corev1.NamespaceCondition{Type: "NamespaceContentRemaining", Status: corev1.ConditionFalse, Reason: "ContentDeleted", Message: "All content successfully removed"})
+	if _, err := nc.CoreV1().Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("the namespace controller writes the status of a namespace being deleted: %v", err)
+	}
 }

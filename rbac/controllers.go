@@ -29,6 +29,9 @@ const (
 	// ControllerManagerLease is the Lease the controller manager's
 	// instances elect their leader by.
 	ControllerManagerLease = "kube-controller-manager"
+	// NamespaceControllerServiceAccount is the namespace controller's:
+	// admission holds its deletes to namespaces being deleted.
+	NamespaceControllerServiceAccount = "namespace-controller"
 )
 
 // Controller is one controller's identity: its ServiceAccount in
@@ -71,7 +74,7 @@ func Controllers() []Controller {
 			// are named, not "*": a kind added to the server must be
 			// added here (a test of the server's checks it).
 			Name:           "namespace",
-			ServiceAccount: "namespace-controller",
+			ServiceAccount: NamespaceControllerServiceAccount,
 			Rules: rules(
 				newRule("list", "delete", "deletecollection").groups(coreGroup).
 					resources("configmaps", "secrets/metadata", "pods", "services", "serviceaccounts", "events"),
