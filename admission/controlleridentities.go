@@ -28,11 +28,16 @@ import (
 //   - the controller manager's own identity obtains those tokens for the
 //     API server only: for its audiences, bound to no object, for at
 //     most MaxControllerTokenSeconds. It could otherwise mint tokens for
-//     another service, or lasting a day.
+//     another service, or lasting a day;
+//   - the account that holds the controller manager's Lease creates that
+//     Lease only: RBAC cannot name what a create makes, and it could
+//     otherwise create the scheduler's while there is none.
 type ControllerIdentities struct {
 	*admission.Handler
 	garbageCollector  string
 	controllerManager string
+	leaseHolder       string
+	lease             string
 	namespace         string
 	serviceAccounts   []string
 	apiAudiences      []string
@@ -46,6 +51,9 @@ const MaxControllerTokenSeconds = 3600
 type ControllerIdentitiesConfig struct {
 	// GarbageCollector and ControllerManager are user names.
 	GarbageCollector, ControllerManager string
+	// LeaseHolder is the user that holds Lease, the controller
+	// manager's, in Namespace.
+	LeaseHolder, Lease string
 	// Namespace holds the controllers' ServiceAccounts, named
 	// ServiceAccounts.
 	Namespace       string
@@ -58,13 +66,15 @@ var _ admission.ValidationInterface = (*ControllerIdentities)(nil)
 
 // NewControllerIdentities returns the plugin.
 func NewControllerIdentities(c ControllerIdentitiesConfig) (*ControllerIdentities, error) {
-	if c.GarbageCollector == "" || c.ControllerManager == "" || c.Namespace == "" || len(c.ServiceAccounts) == 0 || len(c.APIAudiences) == 0 {
-		return nil, errors.New("controller identities admission: the garbage collector's and the controller manager's users, the controllers' ServiceAccounts and the API audiences are required")
+	if c.GarbageCollector == "" || c.ControllerManager == "" || c.LeaseHolder == "" || c.Lease == "" || c.Namespace == "" || len(c.ServiceAccounts) == 0 || len(c.APIAudiences) == 0 {
+		return nil, errors.New("controller identities admission: the garbage collector's, the controller manager's and its Lease holder's users, the Lease, the controllers' ServiceAccounts and the API audiences are required")
 	}
 	return &ControllerIdentities{
 		Handler:           admission.NewHandler(admission.Create, admission.Update),
 		garbageCollector:  c.GarbageCollector,
 		controllerManager: c.ControllerManager,
+		leaseHolder:       c.LeaseHolder,
+		lease:             c.Lease,
 		namespace:         c.Namespace,
 		serviceAccounts:   slices.Clone(c.ServiceAccounts),
 		apiAudiences:      slices.Sorted(slices.Values(c.APIAudiences)),
@@ -81,6 +91,10 @@ func (p *ControllerIdentities) Validate(_ context.Context, a admission.Attribute
 	u := a.GetUserInfo()
 	if u == nil {
 		return nil
+	}
+	if u.GetName() == p.leaseHolder && a.GetOperation() == admission.Create && a.GetResource().GroupResource() == leasesResource &&
+		(a.GetNamespace() != p.namespace || a.GetName() != p.lease) {
+		return admission.NewForbidden(a, fmt.Errorf("%s may create only the Lease %s/%s", p.leaseHolder, p.namespace, p.lease))
 	}
 	if u.GetName() == p.controllerManager && a.GetOperation() == admission.Create &&
 		a.GetResource().GroupResource() == serviceAccountsResource && a.GetSubresource() == "token" {

@@ -22,7 +22,8 @@ import (
 func TestControllerIdentities(t *testing.T) {
 	const gc = "system:serviceaccount:kube-system:generic-garbage-collector"
 	const manager = "system:kube-controller-manager"
-	p, err := NewControllerIdentities(ControllerIdentitiesConfig{GarbageCollector: gc, ControllerManager: manager, Namespace: "kube-system",
+	const holder = "system:serviceaccount:kube-system:kube-controller-manager"
+	p, err := NewControllerIdentities(ControllerIdentitiesConfig{GarbageCollector: gc, ControllerManager: manager, LeaseHolder: holder, Lease: "kube-controller-manager", Namespace: "kube-system",
 		ServiceAccounts: []string{"generic-garbage-collector", "replicaset-controller"}, APIAudiences: []string{"https://trustplane.example"}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +53,19 @@ func TestControllerIdentities(t *testing.T) {
 		return admission.NewAttributesRecord(tr, nil, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), "kube-system", "generic-garbage-collector",
 			corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "token", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: who})
 	}
+	newLease := func(who, namespace, name string) admission.Attributes {
+		obj := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		return admission.NewAttributesRecord(obj, nil, coordinationv1.SchemeGroupVersion.WithKind("Lease"), namespace, name,
+			coordinationv1.SchemeGroupVersion.WithResource("leases"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: who})
+	}
 	for _, tc := range []struct {
 		name      string
 		a         admission.Attributes
 		forbidden bool
 	}{
+		{"the holder creates the controller manager's Lease", newLease(holder, "kube-system", "kube-controller-manager"), false},
+		{"the holder creates the scheduler's Lease", newLease(holder, "kube-system", "kube-scheduler"), true},
+		{"the scheduler creates its Lease", newLease("system:kube-scheduler", "kube-system", "kube-scheduler"), false},
 		{"the manager's hour-long token for the API", token(manager, func(*authenticationv1.TokenRequestSpec) {}), false},
 		{"the manager's token for another audience", token(manager, func(s *authenticationv1.TokenRequestSpec) { s.Audiences = []string{"https://vault.example"} }), true},
 		{"the manager's token for the API and more", token(manager, func(s *authenticationv1.TokenRequestSpec) { s.Audiences = append(s.Audiences, "https://vault.example") }), true},

@@ -57,6 +57,8 @@ func admissionChains(reader cacheReader, authz authorizer.Authorizer, rbacAuthz 
 	controllerIdentities, err := admission.NewControllerIdentities(admission.ControllerIdentitiesConfig{
 		GarbageCollector:  rbac.ControllerUser(rbac.GarbageCollectorServiceAccount),
 		ControllerManager: rbac.ControllerManagerUser,
+		LeaseHolder:       rbac.ControllerUser(rbac.LeaderElectionServiceAccount),
+		Lease:             rbac.ControllerManagerLease,
 		Namespace:         rbac.ControllersNamespace,
 		ServiceAccounts:   controllerAccounts,
 		APIAudiences:      apiAudiences,

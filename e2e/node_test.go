@@ -322,8 +322,14 @@ func TestMixedNodes(t *testing.T) {
 	c := e2etest.StartCluster(t)
 	kwok.start(t, c, true)
 	tok := tokenCreate(t, c)
+	// The token from a file, as a machine joins without showing it in
+	// its process list.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(tok["token"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	e2etest.Start(t, exec.Command(e2etest.Binary(t), "node", "--name", "agent", "--count", "2", "--server", c.URL, "--dir", t.TempDir(),
-		"--token", tok["token"], "--ca-cert-hash", tok["ca-cert-hash"], "--node-labels", "pool=mixed"))
+		"--token-file", tokenFile, "--ca-cert-hash", tok["ca-cert-hash"], "--node-labels", "pool=mixed"))
 	admin, _ := clientFor(t, c.AdminConf())
 	ctx := t.Context()
 	for i := range 2 {

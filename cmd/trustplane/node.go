@@ -34,16 +34,16 @@ import (
 
 // nodeFlags are the flags of `trustplane node`.
 type nodeFlags struct {
-	name, server, token, pin, caFile, dir string
-	count                                 int
-	capacity, labels                      map[string]string
-	taints                                []string
-	address, podCIDR                      string
-	certLifetime                          time.Duration
-	leaseSeconds                          int
-	statusUpdate, statusReport            time.Duration
-	qps                                   float32
-	burst                                 int
+	name, server, token, tokenFile, pin, caFile, dir string
+	count                                            int
+	capacity, labels                                 map[string]string
+	taints                                           []string
+	address, podCIDR                                 string
+	certLifetime                                     time.Duration
+	leaseSeconds                                     int
+	statusUpdate, statusReport                       time.Duration
+	qps                                              float32
+	burst                                            int
 }
 
 // newNodeFlags are the node agent's defaults.
@@ -96,6 +96,7 @@ the next pod CIDR.`,
 	fs.IntVar(&f.count, "count", f.count, "how many nodes to run in this process")
 	fs.StringVar(&f.server, "server", "", "the API server's URL, https://host:port")
 	fs.StringVar(&f.token, "token", "", "the bootstrap token (trustplane token create) for the first certificate; not needed once --dir holds one")
+	fs.StringVar(&f.tokenFile, "token-file", "", "a file that holds the bootstrap token, instead of --token (which other users of the machine can read in the process list)")
 	fs.StringVar(&f.pin, "ca-cert-hash", "", "the cluster CA's pin, sha256:<hex>, that trustplane token create prints")
 	fs.StringVar(&f.caFile, "ca-file", "", "the cluster CA's certificate, instead of --ca-cert-hash")
 	fs.StringVar(&f.dir, "dir", f.dir, "directory of the nodes' certificates, one subdirectory each")
@@ -140,6 +141,16 @@ func (f *nodeFlags) configs(ctx context.Context, logger *slog.Logger) ([]node.Co
 	}
 	if f.pin != "" && f.caFile != "" {
 		errs = append(errs, errors.New("--ca-cert-hash and --ca-file: give one"))
+	}
+	if f.tokenFile != "" {
+		// The error names the file, never what it holds.
+		if f.token != "" {
+			errs = append(errs, errors.New("--token and --token-file: give one"))
+		} else if b, err := os.ReadFile(f.tokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("--token-file: %w", err))
+		} else if f.token = strings.TrimSpace(string(b)); f.token == "" {
+			errs = append(errs, fmt.Errorf("--token-file %s is empty", f.tokenFile))
+		}
 	}
 	if f.certLifetime != 0 && f.certLifetime < 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--certificate-lifetime %s: want 0 or at least 10m, as CSRs allow", f.certLifetime))

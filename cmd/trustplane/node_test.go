@@ -27,6 +27,8 @@ func TestNodeFlags(t *testing.T) {
 		{"a bad taint", []string{"--name", "n", "--server", "https://127.0.0.1:6443", "--register-with-taints", "gpu=true:Sometimes"}, "--register-with-taints"},
 		{"no count", []string{"--name", "n", "--server", "https://127.0.0.1:6443", "--count", "0"}, "--count 0"},
 		{"a bad address", []string{"--name", "n", "--server", "https://127.0.0.1:6443", "--address", "here"}, "--address"},
+		{"token and token file", []string{"--name", "n", "--server", "https://127.0.0.1:6443", "--token", "abcdef.0123456789abcdef", "--token-file", "/nonexistent/token"}, "give one"},
+		{"a missing token file", []string{"--name", "n", "--server", "https://127.0.0.1:6443", "--token-file", "/nonexistent/token"}, "--token-file: open /nonexistent/token"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := newRootCommand()
