@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,137 +57,99 @@ func service(name string, typ corev1.ServiceType) *corev1.Service {
 
 func key(name string) string { return storage.Key(servicesGR, "default", name) }
 
-// Creates from two servers at once, 200 in a range of 254 addresses, each
-// get an address of their own; once the range is full the next create is
-// refused, naming the range, and a deleted Service's address is free
-// again.
-func TestConcurrentCreatesGetDistinctIPs(t *testing.T) {
-	e := etcdtest.Start(t)
-	servers := []*allocator.Services{
-		newServices(t, e, "10.0.0.0/24", "30000-32767"),
-		newServices(t, e, "10.0.0.0/24", "30000-32767"),
-	}
-	ctx := context.Background()
-	const n = 200
-	var wg sync.WaitGroup
-	ips := make([]string, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeClusterIP)
-			errs[i] = servers[i%2].Save(ctx, key(svc.Name), 0, nil, svc)
-			ips[i] = svc.Spec.ClusterIP
-		}()
-	}
-	wg.Wait()
-	seen := map[string]int{}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("create s%d: %v", i, err)
-		}
-		if j, dup := seen[ips[i]]; dup {
-			t.Fatalf("s%d and s%d both got %s", j, i, ips[i])
-		}
-		seen[ips[i]] = i
-		if !strings.HasPrefix(ips[i], "10.0.0.") || ips[i] == "10.0.0.0" || ips[i] == "10.0.0.255" {
-			t.Fatalf("s%d got %s, outside 10.0.0.1-10.0.0.254", i, ips[i])
-		}
-	}
-	for i := n; i < 254; i++ {
-		svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeClusterIP)
-		if err := servers[0].Save(ctx, key(svc.Name), 0, nil, svc); err != nil {
-			t.Fatalf("create s%d of 254: %v", i, err)
-		}
-	}
-	full := service("full", corev1.ServiceTypeClusterIP)
-	err := servers[1].Save(ctx, key("full"), 0, nil, full)
-	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "10.0.0.0/24 is full") {
-		t.Fatalf("create in a full range: got %v, want an internal error naming 10.0.0.0/24 as full", err)
-	}
+// Services created from two servers at once each get a value of their
+// own, a cluster IP or a node port: 200 in a range of 254 addresses, 120
+// in one of 150 ports. Once the range is full the next create is refused,
+// naming the range, and a deleted Service's value is free again, and only
+// that one.
+func TestConcurrentCreatesGetDistinctValues(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		typ             corev1.ServiceType
+		ports           string
+		n, size         int
+		value           func(*corev1.Service) string
+		inRange         func(string) bool
+		full, fullRange string
+	}{
+		{
+			name: "cluster IPs", typ: corev1.ServiceTypeClusterIP, ports: "30000-32767", n: 200, size: 254,
+			value: func(s *corev1.Service) string { return s.Spec.ClusterIP },
+			inRange: func(v string) bool {
+				return strings.HasPrefix(v, "10.0.0.") && v != "10.0.0.0" && v != "10.0.0.255"
+			},
+			full: "10.0.0.0/24 is full", fullRange: "10.0.0.1-10.0.0.254",
+		},
+		{
+			name: "node ports", typ: corev1.ServiceTypeNodePort, ports: "30000-30149", n: 120, size: 150,
+			value: func(s *corev1.Service) string { return fmt.Sprint(s.Spec.Ports[0].NodePort) },
+			inRange: func(v string) bool {
+				p, err := strconv.Atoi(v)
+				return err == nil && p >= 30000 && p <= 30149
+			},
+			full: "the service node port range 30000-30149 is full", fullRange: "30000-30149",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := etcdtest.Start(t)
+			servers := []*allocator.Services{
+				newServices(t, e, "10.0.0.0/24", tc.ports),
+				newServices(t, e, "10.0.0.0/24", tc.ports),
+			}
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			values := make([]string, tc.n)
+			errs := make([]error, tc.n)
+			for i := range tc.n {
+				wg.Go(func() {
+					svc := service(fmt.Sprintf("s%d", i), tc.typ)
+					errs[i] = servers[i%2].Save(ctx, key(svc.Name), 0, nil, svc)
+					values[i] = tc.value(svc)
+				})
+			}
+			wg.Wait()
+			seen := map[string]int{}
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("create s%d: %v", i, err)
+				}
+				if j, dup := seen[values[i]]; dup {
+					t.Fatalf("s%d and s%d both got %s", j, i, values[i])
+				}
+				seen[values[i]] = i
+				if !tc.inRange(values[i]) {
+					t.Fatalf("s%d got %s, outside %s", i, values[i], tc.fullRange)
+				}
+			}
+			for i := tc.n; i < tc.size; i++ {
+				svc := service(fmt.Sprintf("s%d", i), tc.typ)
+				if err := servers[0].Save(ctx, key(svc.Name), 0, nil, svc); err != nil {
+					t.Fatalf("create s%d of %d: %v", i, tc.size, err)
+				}
+			}
+			full := service("full", tc.typ)
+			err := servers[1].Save(ctx, key("full"), 0, nil, full)
+			if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), tc.full) {
+				t.Fatalf("create in a full range: got %v, want an internal error saying %q", err, tc.full)
+			}
 
-	// Deleting s7 frees its address, and only that one.
-	got := &corev1.Service{}
-	store, _ := storage.New(e.Client(t), clientgoscheme.Scheme, nil, 10*time.Second)
-	if err := store.Get(ctx, servicesGR, key("s7"), got); err != nil {
-		t.Fatal(err)
-	}
-	rev, _ := storage.ParseResourceVersion(got.ResourceVersion)
-	if err := servers[0].Delete(ctx, key("s7"), rev, got); err != nil {
-		t.Fatal(err)
-	}
-	if err := servers[1].Save(ctx, key("full"), 0, nil, full); err != nil {
-		t.Fatalf("create after a delete: %v", err)
-	}
-	if full.Spec.ClusterIP != ips[7] {
-		t.Fatalf("the one free address is %s, got %s", ips[7], full.Spec.ClusterIP)
-	}
-}
-
-// As with cluster IPs: NodePort Services created from two servers
-// at once, 120 in a range of 150 ports, each get a port of their own;
-// once the range is full the next create is refused, naming the range,
-// and a deleted Service's port is free again.
-func TestConcurrentCreatesGetDistinctNodePorts(t *testing.T) {
-	e := etcdtest.Start(t)
-	servers := []*allocator.Services{
-		newServices(t, e, "10.0.0.0/24", "30000-30149"),
-		newServices(t, e, "10.0.0.0/24", "30000-30149"),
-	}
-	ctx := context.Background()
-	const n, size = 120, 150
-	var wg sync.WaitGroup
-	ports := make([]int32, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeNodePort)
-			errs[i] = servers[i%2].Save(ctx, key(svc.Name), 0, nil, svc)
-			ports[i] = svc.Spec.Ports[0].NodePort
+			// Deleting s7 frees its value, and only that one.
+			got := &corev1.Service{}
+			store, _ := storage.New(e.Client(t), clientgoscheme.Scheme, nil, 10*time.Second)
+			if err := store.Get(ctx, servicesGR, key("s7"), got); err != nil {
+				t.Fatal(err)
+			}
+			rev, _ := storage.ParseResourceVersion(got.ResourceVersion)
+			if err := servers[0].Delete(ctx, key("s7"), rev, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := servers[1].Save(ctx, key("full"), 0, nil, full); err != nil {
+				t.Fatalf("create after a delete: %v", err)
+			}
+			if got := tc.value(full); got != values[7] {
+				t.Fatalf("the one free value is %s, got %s", values[7], got)
+			}
 		})
-	}
-	wg.Wait()
-	seen := map[int32]int{}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("create s%d: %v", i, err)
-		}
-		if j, dup := seen[ports[i]]; dup {
-			t.Fatalf("s%d and s%d both got node port %d", j, i, ports[i])
-		}
-		seen[ports[i]] = i
-		if ports[i] < 30000 || ports[i] > 30149 {
-			t.Fatalf("s%d got node port %d, outside 30000-30149", i, ports[i])
-		}
-	}
-	for i := n; i < size; i++ {
-		svc := service(fmt.Sprintf("s%d", i), corev1.ServiceTypeNodePort)
-		if err := servers[0].Save(ctx, key(svc.Name), 0, nil, svc); err != nil {
-			t.Fatalf("create s%d of %d: %v", i, size, err)
-		}
-	}
-	full := service("full", corev1.ServiceTypeNodePort)
-	err := servers[1].Save(ctx, key("full"), 0, nil, full)
-	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "the service node port range 30000-30149 is full") {
-		t.Fatalf("create in a full range: got %v, want an internal error naming 30000-30149 as full", err)
-	}
-
-	// Deleting s7 frees its port, and only that one.
-	got := &corev1.Service{}
-	store, _ := storage.New(e.Client(t), clientgoscheme.Scheme, nil, 10*time.Second)
-	if err := store.Get(ctx, servicesGR, key("s7"), got); err != nil {
-		t.Fatal(err)
-	}
-	rev, _ := storage.ParseResourceVersion(got.ResourceVersion)
-	if err := servers[0].Delete(ctx, key("s7"), rev, got); err != nil {
-		t.Fatal(err)
-	}
-	if err := servers[1].Save(ctx, key("full"), 0, nil, full); err != nil {
-		t.Fatalf("create after a delete: %v", err)
-	}
-	if full.Spec.Ports[0].NodePort != ports[7] {
-		t.Fatalf("the one free port is %d, got %d", ports[7], full.Spec.Ports[0].NodePort)
 	}
 }
 
