@@ -137,11 +137,7 @@ func TestCSRSigner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := pem.Decode(out)
-			cert, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cert := parseCertificate(t, out)
 			if cert.Subject.CommonName != "system:node:n1" || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
 				t.Errorf("subject %v", cert.Subject)
 			}
@@ -201,11 +197,7 @@ func TestNewCSRSigner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := pem.Decode(out)
-			cert, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cert := parseCertificate(t, out)
 			if got := time.Until(cert.NotAfter); got > tt.want || got < tt.want-time.Minute {
 				t.Errorf("signs certificates that live %s more, want %s", got, tt.want)
 			}
@@ -275,4 +267,18 @@ func TestCheckOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseCertificate is the certificate a signer wrote in PEM.
+func parseCertificate(t *testing.T, certPEM []byte) *x509.Certificate {
+	t.Helper()
+	b, _ := pem.Decode(certPEM)
+	if b == nil {
+		t.Fatalf("not PEM: %q", certPEM)
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }

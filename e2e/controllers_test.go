@@ -307,16 +307,7 @@ func TestControllerManagerLeaderElection(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the new leader provides for a new namespace", func(ctx context.Context) error {
-		_, err := admin.CoreV1().ServiceAccounts("after").Get(ctx, "default", metav1.GetOptions{})
-		return err
-	})
-	if !strings.Contains(standby.Output(), "controller manager: leading") {
-		t.Errorf("the standby does not say it leads:\n%s", standby.Output())
-	}
+	leads(t, admin, "after", "the standby", standby.Output)
 
 	// Run with its kubeconfig alone, from a directory that is not a data
 	// directory, it needs the CA it signs with named: it refuses to
@@ -374,14 +365,22 @@ func TestControllerManagerLeaderElection(t *testing.T) {
 	} else {
 		t.Logf("the Lease taken %s after the leader was killed", at.Time.Sub(killed).Round(time.Millisecond))
 	}
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-kill"}}, metav1.CreateOptions{}); err != nil {
+	leads(t, admin, "after-kill", "the instance run from its kubeconfig", next.Output)
+}
+
+// leads checks that the controller manager instance who, whose output is
+// output, leads: it says so, and a new namespace, namespace, gets its
+// default ServiceAccount.
+func leads(t *testing.T, admin kubernetes.Interface, namespace, who string, output func() string) {
+	t.Helper()
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the instance run from its kubeconfig provides for a new namespace", func(ctx context.Context) error {
-		_, err := admin.CoreV1().ServiceAccounts("after-kill").Get(ctx, "default", metav1.GetOptions{})
+	waitFor(t, who+" provides for a new namespace", func(ctx context.Context) error {
+		_, err := admin.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	})
-	if !strings.Contains(next.Output(), "controller manager: leading") {
-		t.Errorf("the instance run from its kubeconfig does not say it leads:\n%s", next.Output())
+	if !strings.Contains(output(), "controller manager: leading") {
+		t.Errorf("%s does not say it leads:\n%s", who, output())
 	}
 }

@@ -16,8 +16,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trustplane/trustplane/bench"
 	"github.com/trustplane/trustplane/e2e/e2etest"
@@ -216,14 +214,7 @@ func TestBenchSchedulerEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	restConfig, err := clientcmd.BuildConfigFromFlags("", c.AdminConf())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := kubeconfigClient(t, c.AdminConf())
 	// The run's nodes carry its label, whatever its value.
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "trustplane.io/bench"})
 	if err != nil {
@@ -291,14 +282,7 @@ func benchCheckNothingLeft(t *testing.T, adminConf, dir, etcdURL string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	restConfig, err := clientcmd.BuildConfigFromFlags("", adminConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := kubeconfigClient(t, adminConf)
 	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

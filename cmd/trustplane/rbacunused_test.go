@@ -312,7 +312,7 @@ func TestRBACUnusedEndToEnd(t *testing.T) {
 	c := e2etest.StartCluster(t, "--controllers=false")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	admin := whoCanClient(t, c.AdminConf())
+	admin := kubeconfigClient(t, c.AdminConf())
 
 	const ns = "team-a"
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -344,7 +344,7 @@ func TestRBACUnusedEndToEnd(t *testing.T) {
 	if _, stderr, err := e2etest.Run(t, "kubeconfig", "--dir", c.Dir, "--user", "alice"); err != nil {
 		t.Fatalf("trustplane kubeconfig: %v\n%s", err, stderr)
 	}
-	alice := whoCanClient(t, filepath.Join(c.Dir, "alice.conf"))
+	alice := kubeconfigClient(t, filepath.Join(c.Dir, "alice.conf"))
 	for range 2 {
 		if _, err := alice.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
@@ -486,7 +486,7 @@ func TestRBACUnusedEndToEnd(t *testing.T) {
 	if _, stderr, err := e2etest.Run(t, "kubeconfig", "--dir", c.Dir, "--user", "fresh"); err != nil {
 		t.Fatalf("trustplane kubeconfig: %v\n%s", err, stderr)
 	}
-	fresh := whoCanClient(t, filepath.Join(c.Dir, "fresh.conf"))
+	fresh := kubeconfigClient(t, filepath.Join(c.Dir, "fresh.conf"))
 	if _, err := fresh.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{}); err != nil {
 		t.Errorf("fresh gets db: %v", err)
 	}

@@ -213,8 +213,8 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	if want := filepath.Join(dir, "auditor.conf"); auditorConf != want {
 		t.Fatalf("trustplane kubeconfig printed %q, want %q", auditorConf, want)
 	}
-	auditor := whoCanClient(t, auditorConf)
-	admin := whoCanClient(t, adminConf)
+	auditor := kubeconfigClient(t, auditorConf)
+	admin := kubeconfigClient(t, adminConf)
 
 	review, err := auditor.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
@@ -317,7 +317,8 @@ func TestKubeconfigAndWhoCanEndToEnd(t *testing.T) {
 	}
 }
 
-func whoCanClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+// kubeconfigClient is a clientset for the kubeconfig file.
+func kubeconfigClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
