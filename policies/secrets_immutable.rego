@@ -27,8 +27,13 @@ deny contains msg if {
 	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
 	object.get(input.request.kind, "group", "") == ""
-	secrets_immutable_production
-	not secrets_immutable_object_immutable
+	not input.request.object.immutable == true
+
+	# secrets_immutable_production, written out for the path every Secret
+	# create takes: each reference to a rule costs it a few microseconds.
+	# test_secrets_immutable_checks_the_named_label fails if the label
+	# here and secrets_immutable_label=secrets_immutable_label_value differ.
+	data.kubernetes.namespaces[object.get(input.request, "namespace", "")].metadata.labels["trustplane.io/environment"] == "production"
 	msg := sprintf(
 		"Secret %q in namespace %q must be created with immutable: true: the namespace is labelled %s=%s",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],
@@ -53,9 +58,9 @@ deny contains msg if {
 	input.request.kind.kind == "Secret"
 	input.request.operation in {"CREATE", "UPDATE"}
 	object.get(input.request.kind, "group", "") == ""
-	not data.kubernetes.namespaces[secrets_immutable_namespace]
+	not input.request.object.immutable == true
+	not data.kubernetes.namespaces[object.get(input.request, "namespace", "")]
 	secrets_immutable_writes_data
-	not secrets_immutable_object_immutable
 	msg := sprintf(
 		"Secret %q: namespace %q is not in the policy's replicated data, so whether it is labelled %s=%s cannot be told; retry once it is, or make the Secret immutable",
 		[secrets_immutable_name, secrets_immutable_namespace, secrets_immutable_label, secrets_immutable_label_value],

@@ -151,3 +151,18 @@ test_secrets_immutable_no_data_in_messages if {
 		}
 	}
 }
+
+# The create rule writes the label out rather than refer to
+# secrets_immutable_production, whose label the messages name: a mutable
+# Secret is refused in a namespace labelled as secrets_immutable_label and
+# secrets_immutable_label_value say, and not in one labelled otherwise, so
+# that the two cannot drift apart.
+test_secrets_immutable_checks_the_named_label if {
+	request := {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": secrets_immutable_test_create("team-x", {})}
+	labelled := {"team-x": {"metadata": {"name": "team-x", "labels": {secrets_immutable_label: secrets_immutable_label_value}}}}
+	other := {"team-x": {"metadata": {"name": "team-x", "labels": {secrets_immutable_label: concat("", [secrets_immutable_label_value, "-not"])}}}}
+	labelled_denies := {m | some m in deny; contains(m, secrets_immutable_test_marker)} with input as request with data.kubernetes.namespaces as labelled
+	count(labelled_denies) == 1
+	other_denies := {m | some m in deny; contains(m, secrets_immutable_test_marker)} with input as request with data.kubernetes.namespaces as other
+	count(other_denies) == 0
+}

@@ -127,3 +127,17 @@ test_secrets_namespace_no_data_in_messages if {
 		}
 	}
 }
+
+# The deny rule writes the label out rather than refer to
+# secrets_namespace_label and secrets_namespace_label_value, which the
+# messages name: a namespace labelled as those say takes Secrets, and one
+# labelled otherwise does not, so that the two cannot drift apart.
+test_secrets_namespace_checks_the_named_label if {
+	request := {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": secrets_namespace_test_request("CREATE", "team-x", "db")}
+	labelled := {"team-x": {"metadata": {"name": "team-x", "labels": {secrets_namespace_label: secrets_namespace_label_value}}}}
+	other := {"team-x": {"metadata": {"name": "team-x", "labels": {secrets_namespace_label: concat("", [secrets_namespace_label_value, "-not"])}}}}
+	labelled_denies := {m | some m in deny; contains(m, secrets_namespace_test_marker)} with input as request with data.kubernetes.namespaces as labelled
+	count(labelled_denies) == 0
+	other_denies := {m | some m in deny; contains(m, secrets_namespace_test_marker)} with input as request with data.kubernetes.namespaces as other
+	count(other_denies) == 1
+}
