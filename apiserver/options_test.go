@@ -81,3 +81,23 @@ func TestOptionsRefuseNegativeTolerationSeconds(t *testing.T) {
 		}
 	}
 }
+
+// The ranges sent plain default to loopback; a range that is not a CIDR
+// stops the start, named; an empty flag compresses for every client.
+func TestOptionsDisableCompressionForClientIPs(t *testing.T) {
+	o := NewOptions()
+	got, err := ParseClientCIDRs(o.DisableCompressionForClientIPs)
+	if err != nil || len(got) != 2 || got[0].String() != "127.0.0.0/8" || got[1].String() != "::1/128" {
+		t.Errorf("default ranges %v, %v; want 127.0.0.0/8 and ::1/128", got, err)
+	}
+	o.DisableCompressionForClientIPs = []string{"10.0.0.0/8", "127.0.0.1", "localhost"}
+	err = o.Validate()
+	for _, want := range []string{"--disable-compression-for-client-ips", `"127.0.0.1" is not a CIDR`, `"localhost" is not a CIDR`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to name %s", err, want)
+		}
+	}
+	if got, err := ParseClientCIDRs([]string{""}); err != nil || len(got) != 0 {
+		t.Errorf("an empty flag: %v, %v; want no ranges", got, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +104,10 @@ type Config struct {
 	// MaxWatchesPerUser bounds the watches one user holds open; beyond
 	// it, 429.
 	MaxWatchesPerUser int
+	// DisableCompressionForClientIPs are the client addresses never sent
+	// a compressed body, whatever they accept; nil compresses for every
+	// client that accepts it.
+	DisableCompressionForClientIPs []netip.Prefix
 	// ServiceIPRange and NodePortRange are where Services' cluster IPs
 	// and node ports come from.
 	ServiceIPRange allocator.IPRange
@@ -354,7 +359,7 @@ func New(c Config) (*Server, error) {
 		mutating, validating = k8sadmission.NewChainHandler(), k8sadmission.NewChainHandler()
 	}
 	codecs := registry.NewCodecs(scheme)
-	respond := responses.New(scheme, codecs, c.Logger)
+	respond := responses.New(scheme, codecs, c.Logger, c.DisableCompressionForClientIPs)
 	resources, err := handlers.New(handlers.Config{
 		Scheme:             scheme,
 		Codecs:             codecs,

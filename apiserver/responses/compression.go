@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,33 @@ import (
 // this many bytes or fewer is sent plain even to a client that accepts
 // gzip, as compressing it costs the server more than it saves the wire.
 const GzipThreshold = 128 * 1024
+
+// compresses reports whether a body for r may be compressed: the client
+// accepts gzip, and its address is in none of the ranges the Writer sends
+// plain to.
+func (rs *Writer) compresses(r *http.Request) bool {
+	return r != nil && acceptsGzip(r) && !plainClient(r, rs.plainTo)
+}
+
+// plainClient reports whether r's client, by the address its connection
+// comes from, is in one of prefixes. A forwarded-for header does not
+// count: a client may write anything there.
+func plainClient(r *http.Request, prefixes []netip.Prefix) bool {
+	if len(prefixes) == 0 {
+		return false
+	}
+	addrPort, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := addrPort.Addr().Unmap()
+	for _, p := range prefixes {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
 
 // acceptsGzip reports whether the client accepts a gzip-compressed body,
 // reading Accept-Encoding as kube-apiserver does: one of its

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAcceptsGzip(t *testing.T) {
@@ -157,7 +159,7 @@ func TestSendCompressesWhatShrinks(t *testing.T) {
 		{"base64 among text", mixed, true, true},
 		{"text after random bytes", append(random[:compressSample:compressSample], text...), true, false},
 	}
-	rs := New(nil, nil, nil)
+	rs := New(nil, nil, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -178,6 +180,57 @@ func TestSendCompressesWhatShrinks(t *testing.T) {
 			}
 			if !bytes.Equal(got, tt.body) {
 				t.Errorf("received %d bytes, not the %d sent", len(got), len(tt.body))
+			}
+		})
+	}
+}
+
+// A client in one of the ranges the Writer sends plain to gets a plain
+// body, whatever it accepts; the range is judged by the address the
+// connection comes from, never by a header the client writes.
+func TestSendPlainToClients(t *testing.T) {
+	loopback, err := netip.ParsePrefix("127.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6, err := netip.ParsePrefix("::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("trustplane "), GzipThreshold/10+1)
+	tests := []struct {
+		name       string
+		remoteAddr string
+		forwarded  string
+		plainTo    []netip.Prefix
+		want       bool // compressed
+	}{
+		{name: "loopback", remoteAddr: "127.0.0.1:40000", plainTo: []netip.Prefix{loopback, v6}},
+		{name: "loopback, another address", remoteAddr: "127.1.2.3:40000", plainTo: []netip.Prefix{loopback, v6}},
+		{name: "IPv6 loopback", remoteAddr: "[::1]:40000", plainTo: []netip.Prefix{loopback, v6}},
+		{name: "IPv4 loopback mapped to IPv6", remoteAddr: "[::ffff:127.0.0.1]:40000", plainTo: []netip.Prefix{loopback, v6}},
+		{name: "another network", remoteAddr: "192.0.2.1:40000", plainTo: []netip.Prefix{loopback, v6}, want: true},
+		{name: "another network forwarded for loopback", remoteAddr: "192.0.2.1:40000", forwarded: "127.0.0.1", plainTo: []netip.Prefix{loopback, v6}, want: true},
+		{name: "no ranges", remoteAddr: "127.0.0.1:40000", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := New(nil, nil, nil, tt.plainTo)
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tt.remoteAddr
+			r.Header.Set("Accept-Encoding", "gzip")
+			if tt.forwarded != "" {
+				r.Header.Set("X-Forwarded-For", tt.forwarded)
+			}
+			rec := httptest.NewRecorder()
+			rs.Send(rec, r, http.StatusOK, "application/json", body)
+			if compressed := rec.Header().Get("Content-Encoding") == "gzip"; compressed != tt.want {
+				t.Errorf("Send: compressed %v, want %v", compressed, tt.want)
+			}
+			rec = httptest.NewRecorder()
+			rs.Document(rec, r, "application/json", body, "h", time.Time{})
+			if compressed := rec.Header().Get("Content-Encoding") == "gzip"; compressed != tt.want {
+				t.Errorf("Document: compressed %v, want %v", compressed, tt.want)
 			}
 		})
 	}

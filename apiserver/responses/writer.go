@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -31,12 +32,18 @@ type Writer struct {
 	codecs runtime.NegotiatedSerializer
 	logger *slog.Logger
 	gzips  gzipPool
+	// plainTo are the client addresses never sent a compressed body.
+	plainTo []netip.Prefix
 }
 
 // New returns a Writer that encodes with codecs the kinds scheme knows,
-// and logs internal errors to logger.
-func New(scheme *runtime.Scheme, codecs runtime.NegotiatedSerializer, logger *slog.Logger) *Writer {
-	return &Writer{scheme: scheme, codecs: codecs, logger: logger}
+// and logs internal errors to logger. A client whose address is in one of
+// plainTo is never sent a compressed body, as kube-apiserver's
+// --disable-compression-for-client-ips: compression saves the bytes of a
+// network link at the CPU of both ends, and on a link as fast as the
+// machine's memory (loopback), or a local network, it only costs.
+func New(scheme *runtime.Scheme, codecs runtime.NegotiatedSerializer, logger *slog.Logger, plainTo []netip.Prefix) *Writer {
+	return &Writer{scheme: scheme, codecs: codecs, logger: logger, plainTo: plainTo}
 }
 
 // Object writes obj with the status code, in the format the client asked
@@ -76,7 +83,7 @@ func (rs *Writer) Send(w http.ResponseWriter, r *http.Request, code int, content
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	accepts := r != nil && acceptsGzip(r) && len(body) > GzipThreshold && rs.gzips.shrinks(body)
+	accepts := rs.compresses(r) && len(body) > GzipThreshold && rs.gzips.shrinks(body)
 	gw := rs.gzips.writer(w, accepts)
 	gw.WriteHeader(code)
 	// An error here is the client's connection failing: nothing can
@@ -199,7 +206,7 @@ func (rs *Writer) Document(w http.ResponseWriter, r *http.Request, contentType s
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Etag", strconv.Quote(hash))
-	gw := rs.gzips.writer(w, acceptsGzip(r))
+	gw := rs.gzips.writer(w, rs.compresses(r))
 	defer gw.Close()
 	http.ServeContent(gw, r, "", modified, bytes.NewReader(doc))
 }

@@ -120,6 +120,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.DurationVar(&o.AdmissionPolicyTimeout, "admission-policy-timeout", o.AdmissionPolicyTimeout, "time limit of the admission policies' evaluation for one request; beyond it the request is refused")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
+	fs.StringSliceVar(&o.DisableCompressionForClientIPs, "disable-compression-for-client-ips", o.DisableCompressionForClientIPs, "CIDRs of clients never sent a compressed response, whatever they accept (on loopback compression only costs CPU); empty compresses for every client that accepts gzip")
 	addTolerationFlags(fs, o)
 	addAuditLogFlags(fs, &o.Audit)
 	mem.addTo(fs)
