@@ -132,6 +132,42 @@ func TestSecretsMetadataGrant(t *testing.T) {
 		notShown(t, resp.StatusCode, line, `"kind":"PartialObjectMetadata"`)
 	})
 
+	// A field selector on anything but the name and namespace would tell
+	// the holder of the grant what it does not show: the Secret's type,
+	// by the Secrets selected, or deleted.
+	t.Run("field selectors", func(t *testing.T) {
+		for _, c := range []struct {
+			name, method, path string
+			want               int
+		}{
+			{"list by type", http.MethodGet, "/api/v1/namespaces/default/secrets?fieldSelector=type%3DOpaque", http.StatusForbidden},
+			{"list by type, not equal", http.MethodGet, "/api/v1/secrets?fieldSelector=type!%3Dkubernetes.io%2Ftls", http.StatusForbidden},
+			{"list by name and type", http.MethodGet, "/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3Ddb,type%3DOpaque", http.StatusForbidden},
+			{"watch by type", http.MethodGet, "/api/v1/namespaces/default/secrets?watch=1&timeoutSeconds=1&fieldSelector=type%3DOpaque", http.StatusForbidden},
+			{"delete the collection by type", http.MethodDelete, "/api/v1/namespaces/default/secrets?fieldSelector=type%3Dexample.com%2Fnone", http.StatusForbidden},
+			{"list by name", http.MethodGet, "/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3Ddb", http.StatusOK},
+			{"list by namespace", http.MethodGet, "/api/v1/secrets?fieldSelector=metadata.namespace%3Ddefault", http.StatusOK},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				code, body := do(t, c.method, c.path, "application/json", "", "")
+				if code != c.want {
+					t.Fatalf("answered %d, want %d: %s", code, c.want, body)
+				}
+				if c.want == http.StatusOK {
+					notShown(t, code, body, `"kind":"PartialObjectMetadataList"`)
+				} else if !strings.Contains(body, "may select by metadata.name and metadata.namespace only") {
+					t.Fatalf("the refusal does not say why: %s", body)
+				}
+			})
+		}
+		// The administrator, with a grant on secrets, still selects by
+		// type.
+		l, err := cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{FieldSelector: "type=Opaque"})
+		if err != nil || len(l.Items) == 0 {
+			t.Fatalf("the admin's list by type: %v, %d items", err, len(l.Items))
+		}
+	})
+
 	md, err := metadata.NewForConfig(ts.restConfig(t, tracker))
 	if err != nil {
 		t.Fatal(err)
