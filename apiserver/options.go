@@ -68,6 +68,10 @@ type Options struct {
 	// kube's, the default is the loopback ranges (see
 	// DefaultDisableCompressionForClientIPs).
 	DisableCompressionForClientIPs []string
+	// Profiling serves the Go runtime's profiles at /debug/pprof/ to
+	// those RBAC allows to get them (cluster-admin), as kube-apiserver's
+	// flag; off by default, as the CIS benchmark asks of kube's.
+	Profiling bool
 }
 
 // DefaultDisableCompressionForClientIPs are the loopback ranges: a client
@@ -289,6 +293,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 		Logger:              logger,
 
 		DisableCompressionForClientIPs: plainTo,
+		Profiling:                      o.Profiling,
 
 		DefaultNotReadyTolerationSeconds:    &o.DefaultNotReadyTolerationSeconds,
 		DefaultUnreachableTolerationSeconds: &o.DefaultUnreachableTolerationSeconds,

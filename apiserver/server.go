@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"strings"
 	"sync"
@@ -108,6 +109,10 @@ type Config struct {
 	// a compressed body, whatever they accept; nil compresses for every
 	// client that accepts it.
 	DisableCompressionForClientIPs []netip.Prefix
+	// Profiling serves the Go runtime's profiles at /debug/pprof/ to
+	// those allowed to get those paths (cluster-admin, by default), as
+	// kube-apiserver's --profiling; off, they are not served at all.
+	Profiling bool
 	// ServiceIPRange and NodePortRange are where Services' cluster IPs
 	// and node ports come from.
 	ServiceIPRange allocator.IPRange
@@ -257,6 +262,7 @@ type Server struct {
 	services       *allocator.Services
 	anonymous      *filters.AnonymousPolicy
 	requestTimeout time.Duration
+	profiling      bool
 }
 
 // watchHistory is how many events each watch cache remembers for watches
@@ -414,6 +420,7 @@ func New(c Config) (*Server, error) {
 		caches:         caches,
 		services:       services,
 		requestTimeout: c.RequestTimeout,
+		profiling:      c.Profiling,
 		resources:      resources,
 		respond:        respond,
 		policies: policyStage{
@@ -562,11 +569,36 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	}
+	if s.profiling && (r.URL.Path == "/debug/pprof" || strings.HasPrefix(r.URL.Path, "/debug/pprof/")) {
+		serveProfile(w, r)
+		return
+	}
 	if s.serveOpenAPI(w, r) {
 		return
 	}
 	if !s.discovery.serve(w, r, s.respond) {
 		s.respond.Error(w, r, responses.NotFound())
+	}
+}
+
+// serveProfile answers /debug/pprof/ as net/http/pprof does: the index,
+// a profile by name (heap, goroutine, allocs, block, mutex,
+// threadcreate), profile?seconds=N (CPU), trace?seconds=N and symbol. The
+// command line is not served: it is the server's flags, which no profile
+// needs. A CPU profile or trace longer than the request timeout ends with
+// it.
+func serveProfile(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
+	case "profile":
+		pprof.Profile(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "cmdline":
+		http.NotFound(w, r)
+	default:
+		pprof.Index(w, r)
 	}
 }
 

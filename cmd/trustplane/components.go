@@ -121,6 +121,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
 	fs.StringSliceVar(&o.DisableCompressionForClientIPs, "disable-compression-for-client-ips", o.DisableCompressionForClientIPs, "CIDRs of clients never sent a compressed response, whatever they accept (on loopback compression only costs CPU); empty compresses for every client that accepts gzip")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve the Go runtime's profiles at /debug/pprof/ to users allowed to get those paths (cluster-admin)")
 	addTolerationFlags(fs, o)
 	addAuditLogFlags(fs, &o.Audit)
 	mem.addTo(fs)

@@ -43,6 +43,7 @@ func (f *clusterFlags) addTo(fs *pflag.FlagSet) {
 	fs.StringVar(&f.apiserver.ServiceClusterIPRange, "service-cluster-ip-range", f.apiserver.ServiceClusterIPRange, "CIDR of Services' cluster IPs; its first address is the kubernetes Service's")
 	fs.StringVar(&f.apiserver.ServiceNodePortRange, "service-node-port-range", f.apiserver.ServiceNodePortRange, "range of NodePort Services' node ports, both ends included")
 	fs.StringSliceVar(&f.apiserver.DisableCompressionForClientIPs, "disable-compression-for-client-ips", f.apiserver.DisableCompressionForClientIPs, "CIDRs of clients never sent a compressed response, whatever they accept (on loopback compression only costs CPU); empty compresses for every client that accepts gzip")
+	fs.BoolVar(&f.apiserver.Profiling, "profiling", f.apiserver.Profiling, "serve the Go runtime's profiles at /debug/pprof/ to users allowed to get those paths (cluster-admin)")
 	addTolerationFlags(fs, f.apiserver)
 }
 
