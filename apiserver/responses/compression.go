@@ -35,7 +35,9 @@ func plainClient(r *http.Request, prefixes []netip.Prefix) bool {
 	if err != nil {
 		return false
 	}
-	addr := addrPort.Addr().Unmap()
+	// A link-local peer's address carries its interface (fe80::1%eth0),
+	// and netip never finds an address with a zone in a range.
+	addr := addrPort.Addr().Unmap().WithZone("")
 	for _, p := range prefixes {
 		if p.Contains(addr) {
 			return true

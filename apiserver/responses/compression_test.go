@@ -197,6 +197,10 @@ func TestSendPlainToClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	linkLocal, err := netip.ParsePrefix("fe80::/10")
+	if err != nil {
+		t.Fatal(err)
+	}
 	body := bytes.Repeat([]byte("trustplane "), GzipThreshold/10+1)
 	tests := []struct {
 		name       string
@@ -209,6 +213,9 @@ func TestSendPlainToClients(t *testing.T) {
 		{name: "loopback, another address", remoteAddr: "127.1.2.3:40000", plainTo: []netip.Prefix{loopback, v6}},
 		{name: "IPv6 loopback", remoteAddr: "[::1]:40000", plainTo: []netip.Prefix{loopback, v6}},
 		{name: "IPv4 loopback mapped to IPv6", remoteAddr: "[::ffff:127.0.0.1]:40000", plainTo: []netip.Prefix{loopback, v6}},
+		// Go names a link-local peer with its interface, which is no part
+		// of the address a range holds.
+		{name: "link-local, with its zone", remoteAddr: "[fe80::1%eth0]:40000", plainTo: []netip.Prefix{linkLocal}},
 		{name: "another network", remoteAddr: "192.0.2.1:40000", plainTo: []netip.Prefix{loopback, v6}, want: true},
 		{name: "another network forwarded for loopback", remoteAddr: "192.0.2.1:40000", forwarded: "127.0.0.1", plainTo: []netip.Prefix{loopback, v6}, want: true},
 		{name: "no ranges", remoteAddr: "127.0.0.1:40000", want: true},
