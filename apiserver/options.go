@@ -179,6 +179,12 @@ func ParseClientCIDRs(cidrs []string) ([]netip.Prefix, error) {
 			errs = append(errs, fmt.Errorf("%q is not a CIDR (as 127.0.0.0/8 or ::1/128)", c))
 			continue
 		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			// Clients' addresses are judged unmapped (::ffff:127.0.0.1
+			// as 127.0.0.1), so a range written mapped is too, as
+			// kube's net.IPNet matches it.
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		out = append(out, p.Masked())
 	}
 	return out, errors.Join(errs...)

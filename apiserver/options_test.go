@@ -97,6 +97,9 @@ func TestOptionsDisableCompressionForClientIPs(t *testing.T) {
 			t.Errorf("Validate: %v, want it to name %s", err, want)
 		}
 	}
+	if got, err := ParseClientCIDRs([]string{"::ffff:127.0.0.0/104"}); err != nil || len(got) != 1 || got[0].String() != "127.0.0.0/8" {
+		t.Errorf("a range written IPv4-mapped: %v, %v; want 127.0.0.0/8, as clients' addresses are judged", got, err)
+	}
 	if got, err := ParseClientCIDRs([]string{""}); err != nil || len(got) != 0 {
 		t.Errorf("an empty flag: %v, %v; want no ranges", got, err)
 	}
