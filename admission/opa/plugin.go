@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 
 	tpadmission "github.com/trustplane/trustplane/admission"
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -110,6 +111,15 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	// in them.
 	var redact *Redactor
 	var refusals []string
+	// A request allowed only by a grant on the object's metadata (a
+	// Secret's, secrets/metadata) is told no policy's message, nor which
+	// policy: a message may describe what the grant does not show (the
+	// Secret's type, whether it is immutable, its data), and so may the
+	// fact that a policy warns of it. It is still refused when a policy
+	// denies it; the audit event records every decision as for any
+	// request.
+	withheld := responses.MetadataOnly(ctx)
+	refusedWithheld := false
 	for _, d := range decisions {
 		if len(d.Deny) == 0 && len(d.Warn) == 0 {
 			continue
@@ -121,6 +131,10 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		record, _ := json.Marshal(map[string]any{"enforcement": d.Enforcement, "deny": d.Deny, "warn": d.Warn})
 		audit.Annotate(ctx, "policy.trustplane.io/"+d.Policy, string(record))
 		if d.Enforcement == DryRun {
+			continue
+		}
+		if withheld {
+			refusedWithheld = refusedWithheld || d.Enforcement == Deny && len(d.Deny) > 0
 			continue
 		}
 		for _, msg := range d.Warn {
@@ -136,6 +150,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			continue
 		}
 		refusals = append(refusals, fmt.Sprintf("policy %s: %s", d.Policy, strings.Join(d.Deny, "; ")))
+	}
+	if refusedWithheld {
+		return admission.NewForbidden(a, errors.New("the admission policies refuse the request; their messages are withheld from a request allowed by a grant on metadata only"))
 	}
 	if len(refusals) > 0 {
 		return admission.NewForbidden(a, errors.New(strings.Join(refusals, "; ")))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
+	"github.com/trustplane/trustplane/apiserver/responses"
 	"github.com/trustplane/trustplane/audit"
 )
 
@@ -294,6 +295,56 @@ warn contains msg if msg := sprintf("encoded: %s", [input.request.object.data.pw
 	}
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "the password is") {
 		t.Errorf("got %v, want the refusal with its message redacted", err)
+	}
+}
+
+// A request allowed only by a grant on metadata is told no policy's
+// message, nor that a policy warns: either could describe what the grant
+// does not show. A denial still refuses it, and the audit event still
+// records every message.
+func TestMessagesWithheldFromMetadataGrant(t *testing.T) {
+	p := plugin(t, compile(t, map[string]string{
+		"typed.rego": `package kubernetes.admission
+
+deny contains msg if {
+	input.request.object.type == "example.com/refused"
+	msg := sprintf("Secret %s is of type %s", [input.request.name, input.request.object.type])
+}
+`,
+		"mutable.rego": "# METADATA\n# custom:\n#   enforcement: warn\npackage kubernetes.admission\n\nwarn contains \"the Secret is mutable\" if not input.request.object.immutable\n\ndeny contains \"a mutable Secret would be refused\" if not input.request.object.immutable\n",
+	}), DefaultTimeout)
+	for _, tt := range []struct {
+		name    string
+		typ     corev1.SecretType
+		refused bool
+	}{
+		{"allowed", corev1.SecretTypeOpaque, false},
+		{"refused", "example.com/refused", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := audit.NewRecord(auditv1.LevelMetadata, "id")
+			w := &warnings{}
+			ctx := responses.WithMetadataOnly(warning.WithWarningRecorder(audit.WithRecord(context.Background(), rec), w))
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}, Type: tt.typ}
+			err := p.Validate(ctx, secretAttrs(s, admission.Update), nil)
+			if tt.refused != (err != nil) || err != nil && !apierrors.IsForbidden(err) {
+				t.Fatalf("err %v, want refused %v", err, tt.refused)
+			}
+			if err != nil && (strings.Contains(err.Error(), "example.com") || strings.Contains(err.Error(), "typed")) {
+				t.Errorf("the refusal tells the policy or its message: %v", err)
+			}
+			if len(w.list) > 0 {
+				t.Errorf("warnings %q, want none", w.list)
+			}
+			ev := &auditv1.Event{}
+			rec.Fill(ev)
+			if !strings.Contains(ev.Annotations["policy.trustplane.io/mutable"], "the Secret is mutable") {
+				t.Errorf("the audit event lacks the warning: %v", ev.Annotations)
+			}
+			if tt.refused && !strings.Contains(ev.Annotations["policy.trustplane.io/typed"], "example.com/refused") {
+				t.Errorf("the audit event lacks the refusal: %v", ev.Annotations)
+			}
+		})
 	}
 }
 
