@@ -36,6 +36,9 @@ func TestProfiling(t *testing.T) {
 		if code, body := get(t, ts, admin, "/debug/pprof/"); code != http.StatusOK || !bytes.Contains(body, []byte("goroutine")) {
 			t.Errorf("index: %d, %.200s", code, body)
 		}
+		if code, body := get(t, ts, admin, "/debug/pprof"); code != http.StatusOK || !bytes.Contains(body, []byte("goroutine")) {
+			t.Errorf("the index, without its slash: %d, %.200s", code, body)
+		}
 		if code, body := get(t, ts, admin, "/debug/pprof/cmdline"); code != http.StatusNotFound {
 			t.Errorf("cmdline: %d, want 404: %.200s", code, body)
 		}

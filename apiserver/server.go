@@ -588,6 +588,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // needs. A CPU profile or trace longer than the request timeout ends with
 // it.
 func serveProfile(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/debug/pprof" {
+		// The index's links are relative to the directory.
+		http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
+		return
+	}
 	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
 	case "profile":
 		pprof.Profile(w, r)
