@@ -570,7 +570,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.profiling && (r.URL.Path == "/debug/pprof" || strings.HasPrefix(r.URL.Path, "/debug/pprof/")) {
-		serveProfile(w, r)
+		s.serveProfile(w, r)
 		return
 	}
 	if s.serveOpenAPI(w, r) {
@@ -587,7 +587,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // command line is not served: it is the server's flags, which no profile
 // needs. A CPU profile or trace longer than the request timeout ends with
 // it.
-func serveProfile(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveProfile(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/debug/pprof" {
 		// The index's links are relative to the directory.
 		http.Redirect(w, r, "/debug/pprof/", http.StatusMovedPermanently)
@@ -601,7 +601,7 @@ func serveProfile(w http.ResponseWriter, r *http.Request) {
 	case "symbol":
 		pprof.Symbol(w, r)
 	case "cmdline":
-		http.NotFound(w, r)
+		s.respond.Error(w, r, responses.NotFound())
 	default:
 		pprof.Index(w, r)
 	}
