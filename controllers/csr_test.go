@@ -89,7 +89,7 @@ func TestNodeClientRequest(t *testing.T) {
 		{"another subject attribute", ec, x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}, OrganizationalUnit: []string{"x"}}}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"a DNS name", ec, x509.CertificateRequest{Subject: node, DNSNames: []string{"n1"}}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"an address", ec, x509.CertificateRequest{Subject: node, IPAddresses: []net.IP{net.IPv4(10, 0, 0, 1)}}, []certificatesv1.KeyUsage{ds, ca}, false},
-		{"a CA", ec, x509.CertificateRequest{Subject: node, ExtraExtensions: []pkix.Extension{{Id: oidBasicConstraints, Critical: true, Value: caTrue}}}, []certificatesv1.KeyUsage{ds, ca}, false},
+		{"a CA", ec, x509.CertificateRequest{Subject: node, ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 19}, Critical: true, Value: caTrue}}}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"a 1024-bit RSA key", weakRSA, x509.CertificateRequest{Subject: node}, []certificatesv1.KeyUsage{ds, ke, ca}, false},
 		{"a P-224 key", p224, x509.CertificateRequest{Subject: node}, []certificatesv1.KeyUsage{ds, ca}, false},
 		{"a node name that is not a name", ec, x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:a:b", Organization: []string{"system:nodes"}}}, []certificatesv1.KeyUsage{ds, ca}, false},

@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/trustplane/trustplane/pki"
 	"github.com/trustplane/trustplane/rbac"
 )
 
@@ -180,7 +180,7 @@ func nodeClientRequest(csr *certificatesv1.CertificateSigningRequest) (string, e
 	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
 		return "", errors.New("a client certificate names no DNS name, address, email or URI")
 	}
-	if asksForCA(req) {
+	if pki.AsksForCA(req) {
 		return "", errors.New("the request asks for a CA certificate")
 	}
 	want := [][]certificatesv1.KeyUsage{{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}
@@ -214,25 +214,4 @@ func strongKey(key any) error {
 		return nil
 	}
 	return fmt.Errorf("a %T key is not RSA or ECDSA", key)
-}
-
-// oidBasicConstraints is the X.509 extension that makes a certificate a CA.
-var oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
-
-// asksForCA reports whether a request carries basic constraints saying
-// CA, or ones that do not parse.
-func asksForCA(req *x509.CertificateRequest) bool {
-	for _, ext := range req.Extensions {
-		if !ext.Id.Equal(oidBasicConstraints) {
-			continue
-		}
-		var bc struct {
-			IsCA       bool `asn1:"optional"`
-			MaxPathLen int  `asn1:"optional,default:-1"`
-		}
-		if rest, err := asn1.Unmarshal(ext.Value, &bc); err != nil || len(rest) > 0 || bc.IsCA {
-			return true
-		}
-	}
-	return false
 }

@@ -203,18 +203,30 @@ func refuseCARequest(csrPEM []byte) error {
 	if err != nil {
 		return err
 	}
-	basicConstraints := asn1.ObjectIdentifier{2, 5, 29, 19}
+	if AsksForCA(req) {
+		return errors.New("the request asks to be a CA")
+	}
+	return nil
+}
+
+// oidBasicConstraints is the X.509 extension that makes a certificate a CA.
+var oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
+
+// AsksForCA reports whether a certificate request carries basic
+// constraints saying CA, or ones that do not parse: what neither the
+// signer nor the CSR approver accepts.
+func AsksForCA(req *x509.CertificateRequest) bool {
 	for _, ext := range req.Extensions {
-		if !ext.Id.Equal(basicConstraints) {
+		if !ext.Id.Equal(oidBasicConstraints) {
 			continue
 		}
 		var bc struct {
 			IsCA       bool `asn1:"optional"`
 			MaxPathLen int  `asn1:"optional,default:-1"`
 		}
-		if _, err := asn1.Unmarshal(ext.Value, &bc); err != nil || bc.IsCA {
-			return errors.New("the request asks to be a CA")
+		if rest, err := asn1.Unmarshal(ext.Value, &bc); err != nil || len(rest) > 0 || bc.IsCA {
+			return true
 		}
 	}
-	return nil
+	return false
 }

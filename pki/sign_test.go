@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
+	"slices"
 	"testing"
 	"time"
 )
@@ -39,6 +40,10 @@ func TestSignClientCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	caFalse, err := asn1.Marshal(struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bcOID := asn1.ObjectIdentifier{2, 5, 29, 19}
 	delegationOID := asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 44363, 44}
 	asn1NULL := []byte{0x05, 0x00}
@@ -52,6 +57,9 @@ func TestSignClientCSR(t *testing.T) {
 		{"server auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature", "client auth", "server auth"}, false},
 		{"no client auth", x509.CertificateRequest{Subject: subject}, []string{"digital signature"}, false},
 		{"a CA", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: bcOID, Critical: true, Value: caTrue}}}, []string{"digital signature", "client auth"}, false},
+		// Basic constraints that do not parse cleanly are read as asking.
+		{"basic constraints with bytes after them", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: bcOID, Value: append(slices.Clone(caFalse), 0)}}}, []string{"digital signature", "client auth"}, false},
+		{"basic constraints saying not a CA", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: bcOID, Value: caFalse}}}, []string{"digital signature", "client auth"}, true},
 		// cfssl copies a request's TLS delegation extension unless the
 		// profile lists what it takes from a request.
 		{"a delegation extension", x509.CertificateRequest{Subject: subject, ExtraExtensions: []pkix.Extension{{Id: delegationOID, Value: asn1NULL}}}, []string{"digital signature", "client auth"}, true},
