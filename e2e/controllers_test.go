@@ -276,6 +276,20 @@ func TestControllerManagerLeaderElection(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity, nil
 	}
+	// heldByAnother is the condition that the Lease has a holder other
+	// than old.
+	heldByAnother := func(old string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			h, err := holder(ctx)
+			if err != nil {
+				return err
+			}
+			if h == old {
+				return fmt.Errorf("still held by %s", h)
+			}
+			return nil
+		}
+	}
 	first, second := start(), start()
 	var leader string
 	waitFor(t, "a leader", func(ctx context.Context) (err error) { leader, err = holder(ctx); return err })
@@ -297,16 +311,7 @@ func TestControllerManagerLeaderElection(t *testing.T) {
 	if err := leading.Stop(); err != nil {
 		t.Errorf("stop the leader: %v", err)
 	}
-	waitFor(t, "the standby leads", func(ctx context.Context) error {
-		h, err := holder(ctx)
-		if err != nil {
-			return err
-		}
-		if h == leader {
-			return fmt.Errorf("still held by %s", h)
-		}
-		return nil
-	})
+	waitFor(t, "the standby leads", heldByAnother(leader))
 	leads(t, admin, "after", "the standby", standby.Output)
 
 	// Run with its kubeconfig alone, from a directory that is not a data
@@ -346,16 +351,7 @@ func TestControllerManagerLeaderElection(t *testing.T) {
 	// about the duration and a try after the kill (15-18s on a quiet
 	// machine); twice that for a loaded one.
 	const bound = 2 * (15*time.Second + 2*time.Second)
-	waitWithin(t, bound, "the instance run from its kubeconfig leads", func(ctx context.Context) error {
-		h, err := holder(ctx)
-		if err != nil {
-			return err
-		}
-		if h == leader {
-			return fmt.Errorf("still held by %s", h)
-		}
-		return nil
-	})
+	waitWithin(t, bound, "the instance run from its kubeconfig leads", heldByAnother(leader))
 	l, err := admin.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
