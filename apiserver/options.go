@@ -77,9 +77,9 @@ type Options struct {
 // DefaultDisableCompressionForClientIPs are the loopback ranges: a client
 // on the server's own machine gains nothing from a compressed body, whose
 // only saving is the bytes on a network, and it costs both ends CPU. A
-// LIST of 10,000 JSON ConfigMaps compressed took 500-580 ms at p99 where
-// the same sent plain took 376-402 ms (trustplane bench, list-large). The
-// controllers and the scheduler that trustplane up runs are such clients,
+// client-go LIST of 10,000 JSON ConfigMaps took 793-934 ms at p99
+// compressed and 509-617 ms plain, two servers over one etcd benched in
+// turns (trustplane bench, list-large; see the README). The controllers and the scheduler that trustplane up runs are such clients,
 // as are kubectl and tools on the control-plane machine. kube disables
 // compression in its own control-plane components for the same reason.
 var DefaultDisableCompressionForClientIPs = []string{"127.0.0.0/8", "::1/128"}
@@ -158,16 +158,16 @@ func (o *Options) Validate() error {
 	if o.DefaultUnreachableTolerationSeconds < 0 {
 		errs = append(errs, fmt.Errorf("--default-unreachable-toleration-seconds %d is negative", o.DefaultUnreachableTolerationSeconds))
 	}
-	if _, err := ParseClientCIDRs(o.DisableCompressionForClientIPs); err != nil {
+	if _, err := parseClientCIDRs(o.DisableCompressionForClientIPs); err != nil {
 		errs = append(errs, fmt.Errorf("--disable-compression-for-client-ips: %w", err))
 	}
 	errs = append(errs, o.Audit.validate())
 	return errors.Join(errs...)
 }
 
-// ParseClientCIDRs parses CIDRs, as 127.0.0.0/8 or ::1/128; empty
+// parseClientCIDRs parses CIDRs, as 127.0.0.0/8 or ::1/128; empty
 // strings, which an empty flag gives, are skipped.
-func ParseClientCIDRs(cidrs []string) ([]netip.Prefix, error) {
+func parseClientCIDRs(cidrs []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	var errs []error
 	for _, c := range cidrs {
@@ -225,7 +225,7 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, err
 	}
-	plainTo, err := ParseClientCIDRs(o.DisableCompressionForClientIPs)
+	plainTo, err := parseClientCIDRs(o.DisableCompressionForClientIPs)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -86,7 +86,7 @@ func TestOptionsRefuseNegativeTolerationSeconds(t *testing.T) {
 // stops the start, named; an empty flag compresses for every client.
 func TestOptionsDisableCompressionForClientIPs(t *testing.T) {
 	o := NewOptions()
-	got, err := ParseClientCIDRs(o.DisableCompressionForClientIPs)
+	got, err := parseClientCIDRs(o.DisableCompressionForClientIPs)
 	if err != nil || len(got) != 2 || got[0].String() != "127.0.0.0/8" || got[1].String() != "::1/128" {
 		t.Errorf("default ranges %v, %v; want 127.0.0.0/8 and ::1/128", got, err)
 	}
@@ -97,10 +97,10 @@ func TestOptionsDisableCompressionForClientIPs(t *testing.T) {
 			t.Errorf("Validate: %v, want it to name %s", err, want)
 		}
 	}
-	if got, err := ParseClientCIDRs([]string{"::ffff:127.0.0.0/104"}); err != nil || len(got) != 1 || got[0].String() != "127.0.0.0/8" {
+	if got, err := parseClientCIDRs([]string{"::ffff:127.0.0.0/104"}); err != nil || len(got) != 1 || got[0].String() != "127.0.0.0/8" {
 		t.Errorf("a range written IPv4-mapped: %v, %v; want 127.0.0.0/8, as clients' addresses are judged", got, err)
 	}
-	if got, err := ParseClientCIDRs([]string{""}); err != nil || len(got) != 0 {
+	if got, err := parseClientCIDRs([]string{""}); err != nil || len(got) != 0 {
 		t.Errorf("an empty flag: %v, %v; want no ranges", got, err)
 	}
 }
