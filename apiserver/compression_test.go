@@ -247,7 +247,13 @@ func gunzip(t *testing.T, b []byte) []byte {
 // transport from adding gzip and from unpacking it.
 func fetch(t *testing.T, c *http.Client, method, url string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	return fetchWithBody(t, c, method, url, nil, header...)
+}
+
+// fetchWithBody is fetch with a request body.
+func fetchWithBody(t *testing.T, c *http.Client, method, url string, body io.Reader, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +265,11 @@ func fetch(t *testing.T, c *http.Client, method, url string, header ...string) (
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	got, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, body
+	return resp, got
 }
 
 // largeConfigMaps creates configmaps in default whose list is well over

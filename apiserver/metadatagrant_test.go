@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,26 +54,15 @@ func TestSecretsMetadataGrant(t *testing.T) {
 
 	do := func(t *testing.T, method, path, accept, contentType, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, ts.url+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
+		var header []string
 		if accept != "" {
-			req.Header.Set("Accept", accept)
+			header = append(header, "Accept", accept)
 		}
 		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
+			header = append(header, "Content-Type", contentType)
 		}
-		resp, err := raw.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(b)
+		resp, got := fetchWithBody(t, raw, method, ts.url+path, strings.NewReader(body), header...)
+		return resp.StatusCode, string(got)
 	}
 	// notShown checks that a body shows the Secret's name but none of its
 	// data, whatever form it takes.
