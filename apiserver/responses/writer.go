@@ -83,7 +83,7 @@ func (rs *Writer) Send(w http.ResponseWriter, r *http.Request, code int, content
 	h.Set("Content-Type", contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	accepts := rs.compresses(r) && len(body) > GzipThreshold && rs.gzips.shrinks(body)
+	accepts := len(body) > GzipThreshold && rs.compresses(r) && rs.gzips.shrinks(body)
 	gw := rs.gzips.writer(w, accepts)
 	gw.WriteHeader(code)
 	// An error here is the client's connection failing: nothing can
