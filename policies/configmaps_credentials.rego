@@ -127,7 +127,7 @@ warn contains msg if {
 
 configmaps_credentials_configmap if {
 	input.request.kind.kind == "ConfigMap"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 	input.request.operation in {"CREATE", "UPDATE"}
 }
 

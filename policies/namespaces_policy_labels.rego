@@ -27,7 +27,7 @@ namespaces_policy_labels_labels := {
 
 deny contains msg if {
 	input.request.kind.kind == "Namespace"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 	input.request.operation in {"CREATE", "UPDATE"}
 	some label in namespaces_policy_labels_labels
 	namespaces_policy_labels_value(namespaces_policy_labels_object, label) != namespaces_policy_labels_value(namespaces_policy_labels_old_object, label)

@@ -18,7 +18,12 @@
 // that OPA's rule index can use (the kind, the operation, the namespace,
 // equal to a constant or in a set of constants), before any helper rule:
 // a request of another kind then skips the rule at the cost of an index
-// lookup instead of evaluating it.
+// lookup instead of evaluating it. The kind's group is compared the same
+// way (input.request.kind.group == ""), not through object.get with a
+// default: the index then uses it too, and the body does not call a
+// builtin (5% of a Secret create's evaluation). The API server's AdmissionReview, like
+// kube-apiserver's, always has the group ("" for the core group); a review
+// written by hand without it is judged by no rule that names a group.
 //
 // The policies read other objects from data.kubernetes, replicated as
 // kube-mgmt does: data.kubernetes.namespaces[name] and

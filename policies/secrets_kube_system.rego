@@ -44,12 +44,12 @@ deny contains msg if {
 # A Secret by kind or by resource: either is enough to be checked.
 secrets_kube_system_secret if {
 	input.request.kind.kind == "Secret"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 }
 
 secrets_kube_system_secret if {
 	input.request.resource.resource == "secrets"
-	object.get(input.request.resource, "group", "") == ""
+	input.request.resource.group == ""
 }
 
 secrets_kube_system_user_groups := {g | some g in object.get(input.request, ["userInfo", "groups"], [])}

@@ -128,10 +128,11 @@ test_secrets_namespace_no_data_in_messages if {
 	}
 }
 
-# The deny rule writes the label out rather than refer to
-# secrets_namespace_label and secrets_namespace_label_value, which the
-# messages name: a namespace labelled as those say takes Secrets, and one
-# labelled otherwise does not, so that the two cannot drift apart.
+# The deny rules write the label out, in their check and in their
+# messages, rather than refer to secrets_namespace_label and
+# secrets_namespace_label_value: a namespace labelled as those say takes
+# Secrets, one labelled otherwise does not, and each message names them,
+# so that the copies cannot drift apart.
 test_secrets_namespace_checks_the_named_label if {
 	request := {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": secrets_namespace_test_request("CREATE", "team-x", "db")}
 	labelled := {"team-x": {"metadata": {"name": "team-x", "labels": {secrets_namespace_label: secrets_namespace_label_value}}}}
@@ -140,4 +141,13 @@ test_secrets_namespace_checks_the_named_label if {
 	count(labelled_denies) == 0
 	other_denies := {m | some m in deny; contains(m, secrets_namespace_test_marker)} with input as request with data.kubernetes.namespaces as other
 	count(other_denies) == 1
+	named := sprintf("labelled %s=%s", [secrets_namespace_label, secrets_namespace_label_value])
+	every m in other_denies {
+		endswith(m, named)
+	}
+	default_denies := {m | some m in deny; contains(m, secrets_namespace_test_marker)} with input as {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": secrets_namespace_test_request("CREATE", "default", "db")}
+	count(default_denies) == 1
+	every m in default_denies {
+		endswith(m, named)
+	}
 }

@@ -24,7 +24,7 @@ deny contains msg if {
 	input.request.kind.kind == "Secret"
 	input.request.operation == "CREATE"
 	input.request.object.type == "kubernetes.io/service-account-token"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 	msg := sprintf(
 		"Secret %q in namespace %q is of type %s, a token that never expires; use a bound token instead (the TokenRequest API: kubectl create token SERVICEACCOUNT)",
 		[secrets_sa_token_name, secrets_sa_token_namespace, secrets_sa_token_type],
@@ -35,7 +35,7 @@ deny contains msg if {
 	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
 	input.request.object.type == "kubernetes.io/service-account-token"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 	secrets_sa_token_data_changed
 	msg := sprintf(
 		"Secret %q in namespace %q is of type %s: no token may be written into it; use a bound token instead (the TokenRequest API: kubectl create token SERVICEACCOUNT)",
@@ -47,7 +47,7 @@ warn contains msg if {
 	input.request.kind.kind == "Secret"
 	input.request.operation == "UPDATE"
 	input.request.object.type == "kubernetes.io/service-account-token"
-	object.get(input.request.kind, "group", "") == ""
+	input.request.kind.group == ""
 	not secrets_sa_token_data_changed
 	msg := sprintf(
 		"Secret %q in namespace %q is of type %s, a token that never expires; delete it and use bound tokens",

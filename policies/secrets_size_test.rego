@@ -76,6 +76,13 @@ test_secrets_size_refused[note] if {
 			"request": secrets_size_test_create({"stringData": {"blob": secrets_size_test_two_byte_chars(32769)}}),
 			"msg": secrets_size_test_msg(65538),
 		},
+		# Just over the limit in as few characters of JSON as a Secret can
+		# be: what secrets_size_may_exceed's bound must still let through
+		# to the count.
+		"bytes, not characters: four-byte characters": {
+			"request": secrets_size_test_request("CREATE", {"stringData": {"b": replace(secrets_size_test_zeros((secrets_size_limit_bytes / 4) + 1), "0", "😀")}}, null),
+			"msg": secrets_size_test_msg(secrets_size_limit_bytes + 4),
+		},
 		"an update that grows it": {
 			"request": secrets_size_test_request(
 				"UPDATE",
