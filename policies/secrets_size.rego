@@ -75,20 +75,22 @@ secrets_size_bytes := sum([secrets_size_decoded_len(v) |
 	not k in secrets_size_string_keys
 ]) + sum([secrets_size_decoded_len(base64.encode(v)) | some v in secrets_size_string_data])
 
-# Whether the Secret may hold more than the limit, by a bound that costs
-# one serialization instead of a look at every key: no value holds more
-# bytes than its base64 text has characters, nor than 4 per character of
-# a stringData value (UTF-8), and JSON writes each value at least whole;
-# so a Secret whose data and stringData take at most a quarter of the
-# limit's characters in JSON holds at most the limit. Most Secrets are far
-# below it, and pass here. Only those two fields are serialized: the
-# object's managed fields would cost more than its data. 16384 is
-# secrets_size_limit_bytes / 4, written out: OPA computes an expression
-# anew on each evaluation, and this one runs on every Secret create.
-# Change both together; the test "bytes, not characters: four-byte
-# characters" fails if this bound lets a Secret just over the limit
-# through.
-secrets_size_may_exceed if count(json.marshal(object.filter(input.request.object, {"data", "stringData"}))) > 16384
+# Whether the Secret may hold more than the limit, by a bound that costs a
+# serialization of each field instead of a look at every key: a value of
+# data holds at most 3 bytes per 4 characters of its base64 text, one of
+# stringData at most 4 bytes per character (UTF-8), and JSON writes each
+# value at least whole. So data within half the limit's characters holds
+# at most 3/8 of the limit, stringData within an eighth of them at most
+# half of it, and a Secret within both at most 7/8 of the limit. Most
+# Secrets are far below it, and pass here. 32768 and 8192 are
+# secrets_size_limit_bytes / 2 and / 8, written out: OPA computes an
+# expression anew on each evaluation, and this runs on every Secret
+# create. Change them with the limit: a bound above its share lets some
+# Secret over the limit through (the tests catch that for data alone and
+# for stringData alone, not for every mix of the two).
+secrets_size_may_exceed if count(json.marshal(input.request.object.data)) > 32768
+
+secrets_size_may_exceed if count(json.marshal(input.request.object.stringData)) > 8192
 
 # The object's data and stringData, {} when absent or null.
 secrets_size_data := v if {

@@ -76,7 +76,7 @@ test_secrets_size_refused[note] if {
 			"request": secrets_size_test_create({"stringData": {"blob": secrets_size_test_two_byte_chars(32769)}}),
 			"msg": secrets_size_test_msg(65538),
 		},
-		# Just over the limit in as few characters of JSON as a Secret can
+		# Just over the limit in as few characters of stringData as can
 		# be: what secrets_size_may_exceed's bound must still let through
 		# to the count.
 		"bytes, not characters: four-byte characters": {
