@@ -112,36 +112,54 @@ func patchOps(policy string, v ast.Value) ([]any, error) {
 	return out, nil
 }
 
-// queryFor is the query that evaluates the policies that can apply to
-// input's kind of object.
+// queryFor is the query that evaluates the decision rules that can hold
+// for input's kind of object and operation: all of them when the input
+// does not say both as strings.
 func (s *Set) queryFor(input ast.Value) *query {
-	v, err := input.Find(inputKindRef)
+	kind, ok := stringAt(input, inputKindRef)
+	if !ok {
+		return s.query
+	}
+	op, ok := stringAt(input, inputOperationRef)
+	if !ok {
+		return s.query
+	}
+	return s.scoped(kind, op)
+}
+
+// scoped is the query for a request of kind and op.
+func (s *Set) scoped(kind, op string) *query {
+	if !s.kinds[kind] {
+		kind = ""
+	}
+	if !s.ops[op] {
+		op = ""
+	}
+	return s.byScope[[2]string{kind, op}]
+}
+
+// appliesTo reports whether some decision rule of the set can hold for a
+// request of kind and op: whether the query for them (as queryFor
+// chooses it) evaluates any.
+func (s *Set) appliesTo(kind, op string) bool {
+	return len(s.scoped(kind, op).results) > 0
+}
+
+func stringAt(v ast.Value, ref ast.Ref) (string, bool) {
+	x, err := v.Find(ref)
 	if err != nil {
-		return s.query
+		return "", false
 	}
-	kind, ok := v.(ast.String)
-	if !ok {
-		return s.query
-	}
-	if q, ok := s.byKind[string(kind)]; ok {
-		return q
-	}
-	return s.other
+	str, ok := x.(ast.String)
+	return string(str), ok
 }
 
-// appliesTo reports whether some policy of the set can apply to objects
-// of kind: whether the query for that kind (as queryFor chooses it)
-// evaluates any decision rule.
-func (s *Set) appliesTo(kind string) bool {
-	q, ok := s.byKind[kind]
-	if !ok {
-		q = s.other
-	}
-	return len(q.results) > 0
-}
-
-// inputKindRef is kindRef within the input.
-var inputKindRef = kindRef[1:]
+// inputKindRef and inputOperationRef are kindRef and operationRef within
+// the input.
+var (
+	inputKindRef      = kindRef[1:]
+	inputOperationRef = operationRef[1:]
+)
 
 // messages are a deny or warn set's strings, sorted; an element that is
 // not a string is shown as OPA prints it.

@@ -164,10 +164,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 // input it evaluated with the decisions. Its error refuses the request;
 // the cause is logged without the input or values from it.
 func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (ast.Value, []Decision, error) {
-	if !set.appliesTo(a.GetKind().Kind) && set.data.stale.Load() == 0 {
-		// No policy can apply to this kind of object: an evaluation
-		// would decide nothing, and the input need not be built. While
-		// the data is stale the evaluation refuses, as for any kind.
+	if !set.appliesTo(a.GetKind().Kind, string(a.GetOperation())) && set.data.stale.Load() == 0 {
+		// No decision rule can hold for this kind of object and
+		// operation: an evaluation would decide nothing, and the input
+		// need not be built. While the data is stale the evaluation
+		// refuses, as for any request.
 		return nil, nil, nil
 	}
 	input, err := Input(a)

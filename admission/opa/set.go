@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,9 +46,9 @@ type Policy struct {
 	// rules are the decision rules (deny, warn, patch) the policy
 	// defines, the ones the decision query reads.
 	rules []string
-	// kinds are the kinds of object (input.request.kind.kind) the
-	// policy's decision rules can apply to; nil when any.
-	kinds map[string]bool
+	// scopes are, by decision rule, the requests each of its bodies can
+	// hold for. See scopeOf.
+	scopes map[string][]scope
 }
 
 // Set is a compiled policy set, ready to evaluate many times, safe for
@@ -59,11 +60,11 @@ type Set struct {
 	policies []Policy
 	// query evaluates every policy.
 	query *query
-	// byKind evaluates, for a kind of object some policy names, only
-	// the policies that can apply to it; other the policies that can
-	// apply to any kind, for every other kind. See kindsOf.
-	byKind map[string]*query
-	other  *query
+	// byScope evaluates, for a request's kind of object and operation,
+	// only the decision rules that can hold for them, by the kinds and
+	// operations some rule names ("" for any other). See scopeOf.
+	byScope    map[[2]string]*query
+	kinds, ops map[string]bool
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
 	// mutates: some policy has patch rules.
@@ -198,132 +199,160 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, kinds: kindsOf(m)})
+		scopes := map[string][]scope{}
+		for _, r := range m.Rules {
+			if n := ruleName(r); slices.Contains(rules, n) {
+				scopes[n] = append(scopes[n], scopeOf(r.Body))
+			}
+		}
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, scopes: scopes})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
-	prepare := func(which []int) (*query, error) {
+	// One compiler for every query: the modules are compiled once, with
+	// the first query, and each other query only against them.
+	compiler := ast.NewCompiler().
+		WithCapabilities(Capabilities()).
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithUseTypeCheckAnnotations(true)
+	compiled := false
+	prepare := func(which []ruleRef) (*query, error) {
 		text, results := decisionQuery(policies, which)
 		opts := []func(*rego.Rego){
 			rego.Query(text),
+			rego.Compiler(compiler),
 			rego.Store(d.store),
 			rego.Capabilities(Capabilities()),
 			// A builtin that fails fails the evaluation, which refuses
 			// the request, instead of leaving a deny undefined.
 			rego.StrictBuiltinErrors(true),
 		}
-		for _, m := range served {
-			opts = append(opts, rego.ParsedModule(m))
+		if !compiled {
+			for _, m := range served {
+				opts = append(opts, rego.ParsedModule(m))
+			}
 		}
 		q, err := rego.New(opts...).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("compile policies: %w", err)
 		}
+		compiled = true
 		return &query{prepared: q, results: results}, nil
 	}
-	set := &Set{policies: policies, byKind: map[string]*query{}, source: fingerprint(files), mutates: mutates, data: d}
-	all := make([]int, len(policies))
-	for i := range policies {
-		all[i] = i
+	set := &Set{policies: policies, byScope: map[[2]string]*query{}, kinds: map[string]bool{}, ops: map[string]bool{}, source: fingerprint(files), mutates: mutates, data: d}
+	var all []ruleRef
+	for i, p := range policies {
+		for _, r := range p.rules {
+			all = append(all, ruleRef{i, r})
+		}
+		for _, scopes := range p.scopes {
+			for _, sc := range scopes {
+				maps.Copy(set.kinds, sc.kinds)
+				maps.Copy(set.ops, sc.ops)
+			}
+		}
 	}
 	var err error
 	if set.query, err = prepare(all); err != nil {
 		return nil, err
 	}
-	// One query for each set of policies some kind gets, prepared once.
-	byPolicies := map[string]*query{}
-	kinds := []string{""} // "": a kind no policy names
-	for _, p := range policies {
-		for k := range p.kinds {
-			kinds = append(kinds, k)
-		}
-	}
-	for _, kind := range kinds {
-		var those []int
-		for i, p := range policies {
-			if p.kinds == nil || p.kinds[kind] {
-				those = append(those, i)
+	// One query for each set of decision rules some kind and operation
+	// get, prepared once; "" stands for the kinds, and the operations,
+	// no rule names.
+	prepared := map[string]*query{}
+	for _, kind := range append(slices.Collect(maps.Keys(set.kinds)), "") {
+		for _, op := range append(slices.Collect(maps.Keys(set.ops)), "") {
+			var those []ruleRef
+			for _, r := range all {
+				if slices.ContainsFunc(policies[r.policy].scopes[r.rule], func(sc scope) bool { return sc.holds(kind, op) }) {
+					those = append(those, r)
+				}
 			}
-		}
-		key := fmt.Sprint(those)
-		q, ok := byPolicies[key]
-		if !ok {
-			if q, err = prepare(those); err != nil {
-				return nil, err
+			key := fmt.Sprint(those)
+			q, ok := prepared[key]
+			if !ok {
+				if q, err = prepare(those); err != nil {
+					return nil, err
+				}
+				prepared[key] = q
 			}
-			byPolicies[key] = q
-		}
-		if kind == "" {
-			set.other = q
-		} else {
-			set.byKind[kind] = q
+			set.byScope[[2]string{kind, op}] = q
 		}
 	}
 	return set, nil
 }
 
-// kindRef is where the input says the kind of the object.
-var kindRef = ast.MustParseRef("input.request.kind.kind")
-
-// kindsOf are the kinds of object m's decision rules can apply to, nil
-// when any: each deny, warn and patch rule must have, among the
-// expressions of its body, input.request.kind.kind == "Kind" or
-// input.request.kind.kind in {"Kind", ...}, or the policy applies to
-// every kind. A request of another kind then skips the policy
-// altogether, which saves what the rule index would still cost.
-func kindsOf(m *ast.Module) map[string]bool {
-	kinds := map[string]bool{}
-	for _, r := range m.Rules {
-		switch ruleName(r) {
-		case "deny", "warn", "patch":
-		default:
-			continue
-		}
-		found := false
-		for _, e := range r.Body {
-			if ks := exprKinds(e); ks != nil {
-				for _, k := range ks {
-					kinds[k] = true
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil
-		}
-	}
-	return kinds
+// ruleRef is one decision rule of one policy: policies[policy]'s rule.
+type ruleRef struct {
+	policy int
+	rule   string
 }
 
-// exprKinds are the kinds e requires of input.request.kind.kind, nil when
-// it is no such requirement.
-func exprKinds(e *ast.Expr) []string {
+var (
+	// kindRef is where the input says the kind of the object, and
+	// operationRef the operation.
+	kindRef      = ast.MustParseRef("input.request.kind.kind")
+	operationRef = ast.MustParseRef("input.request.operation")
+)
+
+// scope is what a rule body requires of a request: one of kinds of
+// object, and one of ops for its operation; nil when it requires none.
+type scope struct{ kinds, ops map[string]bool }
+
+// holds reports whether a body of scope s can hold for a request of kind
+// and op; "" stands for a kind, or an operation, that no rule names.
+func (s scope) holds(kind, op string) bool {
+	return (s.kinds == nil || s.kinds[kind]) && (s.ops == nil || s.ops[op])
+}
+
+// scopeOf is what body requires of a request's kind and operation: the
+// first of its expressions that is input.request.kind.kind == "Kind" or
+// input.request.kind.kind in {"Kind", ...}, and likewise for
+// input.request.operation. A request that a scope excludes cannot make
+// the body hold, so the decision query for it leaves out a rule none of
+// whose bodies can: that saves what even the rule index would cost, and
+// most of a policy's rules are for one operation.
+func scopeOf(body ast.Body) scope {
+	var s scope
+	for _, e := range body {
+		if s.kinds == nil {
+			s.kinds = exprValues(e, kindRef)
+		}
+		if s.ops == nil {
+			s.ops = exprValues(e, operationRef)
+		}
+	}
+	return s
+}
+
+// exprValues are the values e requires of ref, nil when it is no such
+// requirement.
+func exprValues(e *ast.Expr, ref ast.Ref) map[string]bool {
 	if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
 		return nil
 	}
-	if ref, ok := e.Operand(0).Value.(ast.Ref); !ok || !ref.Equal(kindRef) {
+	if r, ok := e.Operand(0).Value.(ast.Ref); !ok || !r.Equal(ref) {
 		return nil
 	}
 	switch e.Operator().String() {
 	case ast.Equal.Name, ast.Equality.Name:
 		if s, ok := e.Operand(1).Value.(ast.String); ok {
-			return []string{string(s)}
+			return map[string]bool{string(s): true}
 		}
 	case ast.Member.Name:
 		set, ok := e.Operand(1).Value.(ast.Set)
 		if !ok {
 			return nil
 		}
-		var kinds []string
+		values := map[string]bool{}
 		for _, t := range set.Slice() {
 			s, ok := t.Value.(ast.String)
 			if !ok {
 				return nil
 			}
-			kinds = append(kinds, string(s))
+			values[string(s)] = true
 		}
-		return kinds
+		return values
 	}
 	return nil
 }
@@ -417,24 +446,20 @@ type result struct {
 	rule   string
 }
 
-// decisionQuery collects, in one evaluation, the deny, warn and patch sets
-// of policies[i] for each i of which, each in a variable of its own. It
-// names each rule a policy defines, rather than iterating over policies
-// and rule names: a ground reference is looked up directly, where an
-// iteration costs several microseconds per policy; and a set rule is
-// always defined (empty when no rule body holds). The sets are not put
-// together in one object: OPA would build it, then copy it into the
-// result.
-func decisionQuery(policies []Policy, which []int) (string, []result) {
+// decisionQuery collects, in one evaluation, the sets of the decision
+// rules which, each in a variable of its own. It names each rule, rather
+// than iterating over policies and rule names: a ground reference is
+// looked up directly, where an iteration costs several microseconds per
+// policy; and a set rule is always defined (empty when no rule body
+// holds). The sets are not put together in one object: OPA would build
+// it, then copy it into the result.
+func decisionQuery(policies []Policy, which []ruleRef) (string, []result) {
 	var exprs []string
 	var results []result
-	for _, i := range which {
-		p := policies[i]
-		for _, r := range p.rules {
-			name := fmt.Sprintf("d%d", len(results))
-			exprs = append(exprs, fmt.Sprintf("%s := data.trustplane.policies[%q].%s", name, p.Name, r))
-			results = append(results, result{name: name, policy: i, rule: r})
-		}
+	for _, r := range which {
+		name := fmt.Sprintf("d%d", len(results))
+		exprs = append(exprs, fmt.Sprintf("%s := data.trustplane.policies[%q].%s", name, policies[r.policy].Name, r.rule))
+		results = append(results, result{name: name, policy: r.policy, rule: r.rule})
 	}
 	if len(exprs) == 0 {
 		return "true", nil
