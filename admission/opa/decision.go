@@ -59,8 +59,8 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	if len(rs) != 1 {
 		return nil, fmt.Errorf("policy decisions: %d results", len(rs))
 	}
-	// A policy the query does not evaluate cannot apply to this kind:
-	// its decision is what an evaluation gives, empty sets.
+	// A rule the query does not evaluate cannot hold for this kind and
+	// operation: its decision is what an evaluation gives, an empty set.
 	out := make([]Decision, len(s.policies))
 	for i, p := range s.policies {
 		out[i] = Decision{Policy: p.Name, Enforcement: p.Enforcement}
