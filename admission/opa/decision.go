@@ -2,6 +2,7 @@ package opa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -73,11 +74,18 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 			}
 		}
 	}
-	for _, r := range q.results {
-		t, _ := rs[0].Bindings[r.name].(*ast.Term)
-		if t == nil {
-			return nil, fmt.Errorf("policy decisions: no %s of policy %s", r.rule, s.policies[r.policy].Name)
+	var values *ast.Array
+	if len(q.results) > 0 {
+		t, _ := rs[0].Bindings[decisionsVar].(*ast.Term)
+		if t != nil {
+			values, _ = t.Value.(*ast.Array)
 		}
+		if values == nil || values.Len() != len(q.results) {
+			return nil, errors.New("policy decisions: the query's result is not an array of the decisions")
+		}
+	}
+	for i, r := range q.results {
+		t := values.Elem(i)
 		d := &out[r.policy]
 		var err error
 		switch r.rule {

@@ -438,33 +438,36 @@ type query struct {
 	results  []result
 }
 
-// result is a variable of a decision query: the value of one decision
-// rule of one policy.
+// result is one element of a decision query's array: the value of one
+// decision rule of one policy.
 type result struct {
-	name   string
 	policy int // in Set.policies
 	rule   string
 }
 
+// decisionsVar is the variable of a decision query's array.
+const decisionsVar = "decisions"
+
 // decisionQuery collects, in one evaluation, the sets of the decision
-// rules which, each in a variable of its own. It names each rule, rather
-// than iterating over policies and rule names: a ground reference is
-// looked up directly, where an iteration costs several microseconds per
-// policy; and a set rule is always defined (empty when no rule body
-// holds). The sets are not put together in one object: OPA would build
-// it, then copy it into the result.
+// rules which, in one array: decisions := [data.trustplane.policies["p"].deny,
+// ...]. It names each rule, rather than iterating over policies and rule
+// names: a ground reference is looked up directly, where an iteration
+// costs several microseconds per policy; and a set rule is always defined
+// (empty when no rule body holds). One expression, not one per rule: OPA
+// makes a result for each expression of a query (a struct, a copy of its
+// text, a location), 11 of the 261 allocations of a Secret create's
+// evaluation with one per rule.
 func decisionQuery(policies []Policy, which []ruleRef) (string, []result) {
-	var exprs []string
-	var results []result
-	for _, r := range which {
-		name := fmt.Sprintf("d%d", len(results))
-		exprs = append(exprs, fmt.Sprintf("%s := data.trustplane.policies[%q].%s", name, policies[r.policy].Name, r.rule))
-		results = append(results, result{name: name, policy: r.policy, rule: r.rule})
-	}
-	if len(exprs) == 0 {
+	if len(which) == 0 {
 		return "true", nil
 	}
-	return strings.Join(exprs, "; "), results
+	refs := make([]string, len(which))
+	results := make([]result, len(which))
+	for i, r := range which {
+		refs[i] = fmt.Sprintf("data.trustplane.policies[%q].%s", policies[r.policy].Name, r.rule)
+		results[i] = result{policy: r.policy, rule: r.rule}
+	}
+	return fmt.Sprintf("%s := [%s]", decisionsVar, strings.Join(refs, ", ")), results
 }
 
 // fingerprint is a digest of the policy files' names and contents.
