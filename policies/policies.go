@@ -17,13 +17,16 @@
 // Every deny, warn and patch rule starts with a condition on input.request
 // that OPA's rule index can use (the kind, the operation, the namespace,
 // equal to a constant or in a set of constants), before any helper rule:
-// a request of another kind then skips the rule at the cost of an index
-// lookup instead of evaluating it. The kind's group is compared the same
+// a request of another kind then skips the rule (the engine leaves a rule
+// out of the query of a kind and operation it names neither of, and OPA's
+// rule index skips it otherwise) instead of evaluating it. The kind's group is compared the same
 // way (input.request.kind.group == ""), not through object.get with a
 // default: the index then uses it too, and the body does not call a
-// builtin (5% of a Secret create's evaluation). The API server's AdmissionReview, like
-// kube-apiserver's, always has the group ("" for the core group); a review
-// written by hand without it is judged by no rule that names a group.
+// builtin (5% of a Secret create's evaluation). The API server's
+// AdmissionReview, like kube-apiserver's, always has the group ("" for the
+// core group), and so has the input that policy eval and policy verify
+// build (from a whole review too); only a Rego test's own input can lack
+// it, and no rule that names the group then holds for it.
 //
 // The policies read other objects from data.kubernetes, replicated as
 // kube-mgmt does: data.kubernetes.namespaces[name] and

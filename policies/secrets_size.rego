@@ -13,7 +13,8 @@
 #   is on the decoded bytes of data and stringData together. An existing Secret
 #   over the bound may still have its metadata updated (with a warning) and be
 #   deleted. Some tools store more in Secrets (Helm's release records of large
-#   charts); raise secrets_size_limit_bytes below, or keep them elsewhere.
+#   charts); raise secrets_size_limit_bytes below (and the two bounds of
+#   secrets_size_may_exceed with it), or keep them elsewhere.
 # custom:
 #   enforcement: deny
 package kubernetes.admission
@@ -86,8 +87,8 @@ secrets_size_bytes := sum([secrets_size_decoded_len(v) |
 # secrets_size_limit_bytes / 2 and / 8, written out: OPA computes an
 # expression anew on each evaluation, and this runs on every Secret
 # create. Change them with the limit: a bound above its share lets some
-# Secret over the limit through (the tests catch that for data alone and
-# for stringData alone, not for every mix of the two).
+# Secret over the limit through, and test_secrets_size_bounds_follow_the_limit
+# fails.
 secrets_size_may_exceed if count(json.marshal(input.request.object.data)) > 32768
 
 secrets_size_may_exceed if count(json.marshal(input.request.object.stringData)) > 8192

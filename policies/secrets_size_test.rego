@@ -155,3 +155,15 @@ test_secrets_size_no_data_in_messages if {
 		not contains(m, base64.encode(secrets_size_test_canary))
 	}
 }
+
+# secrets_size_may_exceed's bounds are written out, a half and an eighth
+# of the limit (see there): a Secret whose data, or whose stringData, takes
+# one character more in JSON than its share must reach the byte count.
+test_secrets_size_bounds_follow_the_limit if {
+	data_text := secrets_size_test_zeros((secrets_size_limit_bytes / 2) - 7)
+	count(json.marshal({"b": data_text})) == (secrets_size_limit_bytes / 2) + 1
+	secrets_size_may_exceed with input as {"request": {"object": {"data": {"b": data_text}}}}
+	string_text := secrets_size_test_zeros((secrets_size_limit_bytes / 8) - 7)
+	count(json.marshal({"b": string_text})) == (secrets_size_limit_bytes / 8) + 1
+	secrets_size_may_exceed with input as {"request": {"object": {"stringData": {"b": string_text}}}}
+}

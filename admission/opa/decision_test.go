@@ -138,3 +138,29 @@ func TestEvalOnlyRulesOfTheKindAndOperation(t *testing.T) {
 		})
 	}
 }
+
+// A body that names a local variable input ([input] := [...]) reads it,
+// not the request: its checks on "input" are no scope, and the rule is
+// evaluated for every request.
+func TestScopeOfShadowedInput(t *testing.T) {
+	set := compile(t, map[string]string{
+		"shadow.rego": "package kubernetes.admission\n\ndeny contains \"shadow\" if {\n\t[input] := [{\"request\": {\"operation\": \"CREATE\", \"kind\": {\"kind\": \"Secret\"}}}]\n\tinput.request.operation == \"CREATE\"\n\tinput.request.kind.kind == \"Secret\"\n}\n",
+	})
+	if !set.appliesTo("ConfigMap", "UPDATE") {
+		t.Fatal("the shadowing rule is left out of a ConfigMap update's query")
+	}
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "team"}}
+	a := admission.NewAttributesRecord(obj, obj, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "team", "x", corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Update, &metav1.UpdateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+	input, err := Input(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := set.Eval(context.Background(), input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Decision{{Policy: "shadow", Enforcement: Deny, Deny: []string{"shadow"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}

@@ -199,13 +199,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		own := m.Copy()
 		own.Package.Path = policyRef(name)
 		served[path] = own
-		scopes := map[string][]scope{}
-		for _, r := range m.Rules {
-			if n := ruleName(r); slices.Contains(rules, n) {
-				scopes[n] = append(scopes[n], scopeOf(r.Body))
-			}
-		}
-		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules, scopes: scopes})
+		policies = append(policies, Policy{Name: name, File: path, Enforcement: enforcement, rules: rules})
 	}
 	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
 
@@ -245,16 +239,30 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		for _, r := range p.rules {
 			all = append(all, ruleRef{i, r})
 		}
-		for _, scopes := range p.scopes {
-			for _, sc := range scopes {
-				maps.Copy(set.kinds, sc.kinds)
-				maps.Copy(set.ops, sc.ops)
-			}
-		}
 	}
 	var err error
 	if set.query, err = prepare(all); err != nil {
 		return nil, err
+	}
+	// The scopes are read from the modules as compiled, not as parsed:
+	// the compiler renames a local variable that a body names input
+	// ([input] := [...]), which the parsed body would show as the
+	// request's input.
+	for i := range policies {
+		p := &policies[i]
+		m := compiler.Modules[p.File]
+		if m == nil {
+			return nil, fmt.Errorf("compile policies: %s is not among the compiled modules", p.File)
+		}
+		p.scopes = map[string][]scope{}
+		for _, r := range m.Rules {
+			if n := ruleName(r); slices.Contains(p.rules, n) {
+				sc := scopeOf(r.Body)
+				p.scopes[n] = append(p.scopes[n], sc)
+				maps.Copy(set.kinds, sc.kinds)
+				maps.Copy(set.ops, sc.ops)
+			}
+		}
 	}
 	// One query for each set of decision rules some kind and operation
 	// get, prepared once; "" stands for the kinds, and the operations,
@@ -305,33 +313,54 @@ func (s scope) holds(kind, op string) bool {
 	return (s.kinds == nil || s.kinds[kind]) && (s.ops == nil || s.ops[op])
 }
 
-// scopeOf is what body requires of a request's kind and operation: the
-// first of its expressions that is input.request.kind.kind == "Kind" or
-// input.request.kind.kind in {"Kind", ...}, and likewise for
-// input.request.operation. A request that a scope excludes cannot make
-// the body hold, so the decision query for it leaves out a rule none of
-// whose bodies can: that saves what even the rule index would cost, and
-// most of a policy's rules are for one operation.
+// scopeOf is what body, as compiled, requires of a request's kind and
+// operation: the first of its expressions that is input.request.kind.kind
+// == "Kind" or input.request.kind.kind in {"Kind", ...}, and likewise for
+// input.request.operation. (The compiler writes the first as
+// input.request.kind.kind = "Kind", and the second as __local0__ =
+// input.request.kind.kind followed by internal.member_2(__local0__,
+// {"Kind", ...}).) A request that a scope excludes cannot make the body
+// hold, so the decision query for it leaves out a rule none of whose
+// bodies can: that saves what even the rule index would cost, and most of
+// a policy's rules are for one operation.
 func scopeOf(body ast.Body) scope {
 	var s scope
+	// What variables the body set to a reference, before the expression
+	// at hand.
+	aliases := map[ast.Var]ast.Ref{}
 	for _, e := range body {
+		if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
+			continue
+		}
 		if s.kinds == nil {
-			s.kinds = exprValues(e, kindRef)
+			s.kinds = exprValues(e, kindRef, aliases)
 		}
 		if s.ops == nil {
-			s.ops = exprValues(e, operationRef)
+			s.ops = exprValues(e, operationRef, aliases)
+		}
+		if e.Operator().String() == ast.Equality.Name {
+			if v, ok := e.Operand(0).Value.(ast.Var); ok {
+				if r, ok := e.Operand(1).Value.(ast.Ref); ok {
+					aliases[v] = r
+				}
+			}
 		}
 	}
 	return s
 }
 
-// exprValues are the values e requires of ref, nil when it is no such
+// exprValues are the values e, a call of two operands, requires of ref
+// (itself, or a variable aliases says is it), nil when it is no such
 // requirement.
-func exprValues(e *ast.Expr, ref ast.Ref) map[string]bool {
-	if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
-		return nil
+func exprValues(e *ast.Expr, ref ast.Ref, aliases map[ast.Var]ast.Ref) map[string]bool {
+	var r ast.Ref
+	switch x := e.Operand(0).Value.(type) {
+	case ast.Ref:
+		r = x
+	case ast.Var:
+		r = aliases[x]
 	}
-	if r, ok := e.Operand(0).Value.(ast.Ref); !ok || !r.Equal(ref) {
+	if !r.Equal(ref) {
 		return nil
 	}
 	switch e.Operator().String() {
