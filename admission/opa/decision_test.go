@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,19 +111,12 @@ func TestEvalOnlyRulesOfTheKindAndOperation(t *testing.T) {
 				options = &metav1.DeleteOptions{}
 			}
 			a := admission.NewAttributesRecord(obj, obj, schema.GroupVersionKind{Version: "v1", Kind: tc.kind}, "team", "x", schema.GroupVersionResource{Version: "v1", Resource: "things"}, "", tc.op, options, false, &user.DefaultInfo{Name: "alice"})
-			input, err := Input(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The query chosen for the request against the one of every
-			// rule: the same decisions.
-			got, err := set.Eval(context.Background(), input)
-			if err != nil {
-				t.Fatal(err)
-			}
+			input, got := decide(t, set, a)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decisions (-want +got):\n%s", diff)
 			}
+			// The query chosen for the request against the one of every
+			// rule: the same decisions.
 			all := *set
 			all.byScope = map[[2]string]*query{}
 			for k := range set.byScope {
@@ -151,6 +145,16 @@ func TestScopeOfShadowedInput(t *testing.T) {
 	}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "team"}}
 	a := admission.NewAttributesRecord(obj, obj, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "team", "x", corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Update, &metav1.UpdateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+	_, got := decide(t, set, a)
+	want := []Decision{{Policy: "shadow", Enforcement: Deny, Deny: []string{"shadow"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// decide is set's decisions for a, with the input they were made of.
+func decide(t *testing.T, set *Set, a admission.Attributes) (ast.Value, []Decision) {
+	t.Helper()
 	input, err := Input(a)
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +163,5 @@ func TestScopeOfShadowedInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Decision{{Policy: "shadow", Enforcement: Deny, Deny: []string{"shadow"}}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decisions (-want +got):\n%s", diff)
-	}
+	return input, got
 }
