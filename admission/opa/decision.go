@@ -153,6 +153,7 @@ func (s *Set) appliesTo(kind, op string) bool {
 	return len(s.scoped(kind, op).results) > 0
 }
 
+// stringAt is the string at ref in v; false when there is none.
 func stringAt(v ast.Value, ref ast.Ref) (string, bool) {
 	x, err := v.Find(ref)
 	if err != nil {

@@ -46,9 +46,6 @@ type Policy struct {
 	// rules are the decision rules (deny, warn, patch) the policy
 	// defines, the ones the decision query reads.
 	rules []string
-	// scopes are, by decision rule, the requests each of its bodies can
-	// hold for. See scopeOf.
-	scopes map[string][]scope
 }
 
 // Set is a compiled policy set, ready to evaluate many times, safe for
@@ -244,21 +241,20 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 	if set.query, err = prepare(all); err != nil {
 		return nil, err
 	}
-	// The scopes are read from the modules as compiled, not as parsed:
-	// the compiler renames a local variable that a body names input
-	// ([input] := [...]), which the parsed body would show as the
-	// request's input.
-	for i := range policies {
-		p := &policies[i]
+	// The scopes of each decision rule's bodies, read from the modules
+	// as compiled, not as parsed: the compiler renames a local variable
+	// that a body names input ([input] := [...]), which the parsed body
+	// would show as the request's input.
+	scopes := map[ruleRef][]scope{}
+	for i, p := range policies {
 		m := compiler.Modules[p.File]
 		if m == nil {
 			return nil, fmt.Errorf("compile policies: %s is not among the compiled modules", p.File)
 		}
-		p.scopes = map[string][]scope{}
 		for _, r := range m.Rules {
 			if n := ruleName(r); slices.Contains(p.rules, n) {
 				sc := scopeOf(r.Body)
-				p.scopes[n] = append(p.scopes[n], sc)
+				scopes[ruleRef{i, n}] = append(scopes[ruleRef{i, n}], sc)
 				maps.Copy(set.kinds, sc.kinds)
 				maps.Copy(set.ops, sc.ops)
 			}
@@ -272,7 +268,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		for _, op := range append(slices.Collect(maps.Keys(set.ops)), "") {
 			var those []ruleRef
 			for _, r := range all {
-				if slices.ContainsFunc(policies[r.policy].scopes[r.rule], func(sc scope) bool { return sc.holds(kind, op) }) {
+				if slices.ContainsFunc(scopes[r], func(sc scope) bool { return sc.holds(kind, op) }) {
 					those = append(those, r)
 				}
 			}
