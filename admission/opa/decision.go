@@ -137,13 +137,18 @@ func (s *Set) queryFor(input ast.Value) *query {
 
 // scoped is the query for a request of kind and op.
 func (s *Set) scoped(kind, op string) *query {
+	return s.byScope[s.scope(kind, op)]
+}
+
+// scope is the key of byScope and inputs for a request of kind and op.
+func (s *Set) scope(kind, op string) [2]string {
 	if !s.kinds[kind] {
 		kind = ""
 	}
 	if !s.ops[op] {
 		op = ""
 	}
-	return s.byScope[[2]string{kind, op}]
+	return [2]string{kind, op}
 }
 
 // appliesTo reports whether some decision rule of the set can hold for a

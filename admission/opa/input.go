@@ -3,12 +3,15 @@ package opa
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // Input is the admission.k8s.io/v1 AdmissionReview of a request, as a
@@ -19,80 +22,137 @@ import (
 // a policy has no use for a bearer token, and nothing it is given may
 // carry one into a trace or a decision log.
 func Input(a admission.Attributes) (ast.Value, error) {
+	return input(a, allFields)
+}
+
+// Input is Input(a) with only what the set's rules may read of it for a
+// request of a's kind and operation (see inputFields): Eval decides the
+// same of it as of the whole, at less cost. The server evaluates this one.
+func (s *Set) Input(a admission.Attributes) (ast.Value, error) {
+	f := s.inputs[s.scope(a.GetKind().Kind, string(a.GetOperation()))]
+	if f == nil {
+		f = allFields
+	}
+	return input(a, f)
+}
+
+// input is the AdmissionReview of a with what f reads of it.
+func input(a admission.Attributes, f *fields) (ast.Value, error) {
 	kind, res := a.GetKind(), a.GetResource()
+	rf := f.at("request")
+	if rf == nil {
+		return ast.NewObject(envelope(f)...), nil
+	}
+	var buf [16][2]*ast.Term
+	items := buf[:0]
+	add := func(key string, value func() *ast.Term) {
+		if rf.at(key) != nil {
+			items = append(items, item(key, value()))
+		}
+	}
 	// AST values are not changed once built: the request's kind and
 	// resource can be the same terms.
-	kindTerm, resTerm := gvk(kind), gvr(res)
-	req := ast.NewObject(
-		item("uid", stringTerm(uuid.NewString())),
-		item("kind", kindTerm),
-		item("resource", resTerm),
-		item("requestKind", kindTerm),
-		item("requestResource", resTerm),
-		item("name", stringTerm(a.GetName())),
-		item("namespace", stringTerm(a.GetNamespace())),
-		item("operation", stringTerm(string(a.GetOperation()))),
-		item("dryRun", ast.InternedTerm(a.IsDryRun())),
-	)
+	var kindTerm, resTerm *ast.Term
+	kindOf := func() *ast.Term {
+		if kindTerm == nil {
+			kindTerm = gvk(kind)
+		}
+		return kindTerm
+	}
+	resourceOf := func() *ast.Term {
+		if resTerm == nil {
+			resTerm = gvr(res)
+		}
+		return resTerm
+	}
+	add("uid", func() *ast.Term { return stringTerm(uuid.NewString()) })
+	add("kind", kindOf)
+	add("resource", resourceOf)
+	add("requestKind", kindOf)
+	add("requestResource", resourceOf)
+	add("name", func() *ast.Term { return stringTerm(a.GetName()) })
+	add("namespace", func() *ast.Term { return stringTerm(a.GetNamespace()) })
+	add("operation", func() *ast.Term { return stringTerm(string(a.GetOperation())) })
+	add("dryRun", func() *ast.Term { return ast.InternedTerm(a.IsDryRun()) })
 	if sub := a.GetSubresource(); sub != "" {
-		req.Insert(stringTerm("subResource"), stringTerm(sub))
+		add("subResource", func() *ast.Term { return stringTerm(sub) })
 	}
 	if u := a.GetUserInfo(); u != nil {
-		info := ast.NewObject(item("username", stringTerm(u.GetName())))
-		if uid := u.GetUID(); uid != "" {
-			info.Insert(stringTerm("uid"), stringTerm(uid))
-		}
-		if groups := u.GetGroups(); len(groups) > 0 {
-			info.Insert(stringTerm("groups"), stringsTerm(groups))
-		}
-		if extra := u.GetExtra(); len(extra) > 0 {
-			m := ast.NewObject()
-			for k, v := range extra {
-				m.Insert(stringTerm(k), stringsTerm(v))
-			}
-			info.Insert(stringTerm("extra"), ast.NewTerm(m))
-		}
-		req.Insert(stringTerm("userInfo"), ast.NewTerm(info))
+		add("userInfo", func() *ast.Term { return userInfo(u) })
 	}
 	for _, o := range []struct {
 		key string
 		obj runtime.Object
 	}{{"object", a.GetObject()}, {"oldObject", a.GetOldObject()}, {"options", a.GetOperationOptions()}} {
-		if o.obj == nil {
+		of := rf.at(o.key)
+		if o.obj == nil || of == nil {
 			continue
 		}
-		m, err := objectValue(o.obj)
+		m, err := objectValue(o.obj, of)
 		if err != nil {
 			return nil, fmt.Errorf("admission input %s: %w", o.key, err)
 		}
-		if o.key != "options" {
-			m.Insert(stringTerm("apiVersion"), stringTerm(kind.GroupVersion().String()))
-			m.Insert(stringTerm("kind"), stringTerm(kind.Kind))
-			if res.Group == "authentication.k8s.io" && res.Resource == "tokenreviews" {
-				dropToken(m)
-			}
-		} else if gvks := o.obj.GetObjectKind().GroupVersionKind(); !gvks.Empty() {
-			m.Insert(stringTerm("apiVersion"), stringTerm(gvks.GroupVersion().String()))
-			m.Insert(stringTerm("kind"), stringTerm(gvks.Kind))
+		gvks := kind
+		if o.key == "options" {
+			gvks = o.obj.GetObjectKind().GroupVersionKind()
 		}
-		req.Insert(stringTerm(o.key), ast.NewTerm(m))
+		if o.key != "options" || !gvks.Empty() {
+			if of.at("apiVersion") != nil {
+				m.Insert(stringTerm("apiVersion"), stringTerm(gvks.GroupVersion().String()))
+			}
+			if of.at("kind") != nil {
+				m.Insert(stringTerm("kind"), stringTerm(gvks.Kind))
+			}
+		}
+		if o.key != "options" && res.Group == "authentication.k8s.io" && res.Resource == "tokenreviews" {
+			dropToken(m)
+		}
+		items = append(items, item(o.key, ast.NewTerm(m)))
 	}
-	return ast.NewObject(
-		item("apiVersion", stringTerm("admission.k8s.io/v1")),
-		item("kind", stringTerm("AdmissionReview")),
-		item("request", ast.NewTerm(req)),
-	), nil
+	return ast.NewObject(append(envelope(f), item("request", ast.ObjectTerm(items...)))...), nil
 }
 
-// objectValue is obj as the API serves it in JSON, as an AST object: its
-// JSON encoding read straight into AST values, which costs a third of
-// converting it to unstructured maps first.
-func objectValue(obj runtime.Object) (ast.Object, error) {
+// envelope is what f reads of the AdmissionReview's apiVersion and kind.
+func envelope(f *fields) [][2]*ast.Term {
+	items := make([][2]*ast.Term, 0, 3)
+	if f.at("apiVersion") != nil {
+		items = append(items, item("apiVersion", stringTerm("admission.k8s.io/v1")))
+	}
+	if f.at("kind") != nil {
+		items = append(items, item("kind", stringTerm("AdmissionReview")))
+	}
+	return items
+}
+
+// userInfo is u as the AdmissionReview's userInfo.
+func userInfo(u user.Info) *ast.Term {
+	items := make([][2]*ast.Term, 1, 4)
+	items[0] = item("username", stringTerm(u.GetName()))
+	if uid := u.GetUID(); uid != "" {
+		items = append(items, item("uid", stringTerm(uid)))
+	}
+	if groups := u.GetGroups(); len(groups) > 0 {
+		items = append(items, item("groups", stringsTerm(groups)))
+	}
+	if extra := u.GetExtra(); len(extra) > 0 {
+		m := ast.NewObject()
+		for k, v := range extra {
+			m.Insert(stringTerm(k), stringsTerm(v))
+		}
+		items = append(items, item("extra", ast.NewTerm(m)))
+	}
+	return ast.ObjectTerm(items...)
+}
+
+// objectValue is obj as the API serves it in JSON, as an AST object, with
+// what f reads of it: its JSON encoding read straight into AST values,
+// which costs a third of converting it to unstructured maps first.
+func objectValue(obj runtime.Object, f *fields) (ast.Object, error) {
 	doc, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonValue(doc)
+	v, err := jsonValue(doc, f)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +187,43 @@ func item(key string, value *ast.Term) [2]*ast.Term {
 	return [2]*ast.Term{stringTerm(key), value}
 }
 
+// gvk is k as a term. The terms of the kinds requests name are made once
+// and shared, as stringTerm's are.
 func gvk(k schema.GroupVersionKind) *ast.Term {
-	return ast.ObjectTerm(item("group", stringTerm(k.Group)), item("version", stringTerm(k.Version)), item("kind", stringTerm(k.Kind)))
+	return gvTerms.get(k, func() *ast.Term {
+		return ast.ObjectTerm(item("group", stringTerm(k.Group)), item("version", stringTerm(k.Version)), item("kind", stringTerm(k.Kind)))
+	})
 }
 
+// gvr is r as a term, made once as gvk's are.
 func gvr(r schema.GroupVersionResource) *ast.Term {
-	return ast.ObjectTerm(item("group", stringTerm(r.Group)), item("version", stringTerm(r.Version)), item("resource", stringTerm(r.Resource)))
+	return gvTerms.get(r, func() *ast.Term {
+		return ast.ObjectTerm(item("group", stringTerm(r.Group)), item("version", stringTerm(r.Version)), item("resource", stringTerm(r.Resource)))
+	})
+}
+
+// gvTerms are the terms of the kinds and resources of requests, up to
+// maxGVTerms of them: past that, a term is made for each request, so that
+// requests naming ever new kinds cannot grow it without end.
+var gvTerms termCache
+
+const maxGVTerms = 1024
+
+type termCache struct {
+	terms sync.Map // schema.GroupVersionKind or GroupVersionResource → *ast.Term
+	n     atomic.Int32
+}
+
+func (c *termCache) get(key any, build func() *ast.Term) *ast.Term {
+	if t, ok := c.terms.Load(key); ok {
+		return t.(*ast.Term)
+	}
+	t := build()
+	if c.n.Load() < maxGVTerms {
+		c.n.Add(1)
+		c.terms.Store(key, t)
+	}
+	return t
 }
 
 func stringsTerm(s []string) *ast.Term {

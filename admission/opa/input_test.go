@@ -167,7 +167,7 @@ func TestJSONValue(t *testing.T) {
 		`{"esc":"\"\\\/\b\f\n\r\t\u0041\u00e9\ud83d\ude00\u2028","html":"\u003c\u003e\u0026","raw":"é😀"}`,
 		`{"dup":1,"dup":2}`,
 	} {
-		got, err := jsonValue([]byte(doc))
+		got, err := jsonValue([]byte(doc), allFields)
 		if err != nil {
 			t.Errorf("%s: %v", doc, err)
 			continue
@@ -184,7 +184,7 @@ func TestJSONValue(t *testing.T) {
 		``, ` `, `{`, `[`, `"`, `"abc`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{1:2}`, `{"a":1}x`, `tru`, `nul`, `-`, `1.`, `01`, `1e`, `+1`,
 		"\"a\nb\"", `"\x"`, `"\u12"`, `{"a":1}{}`,
 	} {
-		if v, err := jsonValue([]byte(doc)); err == nil {
+		if v, err := jsonValue([]byte(doc), allFields); err == nil {
 			t.Errorf("%q: got %v, want an error", doc, v)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -13,12 +14,13 @@ import (
 // jsonValue is the AST value of a JSON document: what ast.InterfaceToValue
 // makes of the document decoded, without the Go maps and slices in
 // between, which cost as much again as the value itself. The document
-// is one value; anything after it is an error.
-func jsonValue(doc []byte) (ast.Value, error) {
+// is one value; anything after it is an error. Of an object, only the
+// members f reads are decoded; the others are passed over (see skip).
+func jsonValue(doc []byte, f *fields) (ast.Value, error) {
 	// The strings of the value are substrings of one copy of the
 	// document, not a copy each.
 	d := jsonDecoder{doc: doc, text: string(doc)}
-	t, err := d.value()
+	t, err := d.value(f)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +53,14 @@ func (d *jsonDecoder) space() {
 	}
 }
 
-func (d *jsonDecoder) value() (*ast.Term, error) {
+func (d *jsonDecoder) value(f *fields) (*ast.Term, error) {
 	d.space()
 	if d.pos == len(d.doc) {
 		return nil, errJSONEnd
 	}
 	switch c := d.doc[d.pos]; {
 	case c == '{':
-		return d.object()
+		return d.object(f)
 	case c == '[':
 		return d.array()
 	case c == '"':
@@ -88,7 +90,7 @@ func (d *jsonDecoder) literal(word string, t *ast.Term) (*ast.Term, error) {
 	return t, nil
 }
 
-func (d *jsonDecoder) object() (*ast.Term, error) {
+func (d *jsonDecoder) object(f *fields) (*ast.Term, error) {
 	d.pos++ // {
 	var items [][2]*ast.Term
 	d.space()
@@ -113,11 +115,15 @@ func (d *jsonDecoder) object() (*ast.Term, error) {
 			return nil, d.errorf("no colon after object key")
 		}
 		d.pos++
-		v, err := d.value()
-		if err != nil {
+		if sub := f.at(k); sub != nil {
+			v, err := d.value(sub)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, [2]*ast.Term{stringTerm(k), v})
+		} else if err := d.skip(); err != nil {
 			return nil, err
 		}
-		items = append(items, [2]*ast.Term{stringTerm(k), v})
 		d.space()
 		if d.pos == len(d.doc) {
 			return nil, errJSONEnd
@@ -150,7 +156,9 @@ func (d *jsonDecoder) array() (*ast.Term, error) {
 		return ast.ArrayTerm(), nil
 	}
 	for {
-		v, err := d.value()
+		// An array is read whole: a reference reads an element by
+		// its index from the array as it is.
+		v, err := d.value(allFields)
 		if err != nil {
 			return nil, err
 		}
@@ -169,6 +177,67 @@ func (d *jsonDecoder) array() (*ast.Term, error) {
 			return nil, d.errorf("unexpected %q in array", d.doc[d.pos])
 		}
 	}
+}
+
+// skip passes over a value that is not read. Its text is not checked
+// beyond where its strings and brackets end: the documents are
+// json.Marshal's.
+func (d *jsonDecoder) skip() error {
+	d.space()
+	if d.pos == len(d.doc) {
+		return errJSONEnd
+	}
+	switch d.doc[d.pos] {
+	case '"':
+		return d.skipString()
+	case '{', '[':
+		depth := 0
+		for d.pos < len(d.doc) {
+			switch d.doc[d.pos] {
+			case '"':
+				if err := d.skipString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					d.pos++
+					return nil
+				}
+			}
+			d.pos++
+		}
+		return errJSONEnd
+	default:
+		start := d.pos
+		for d.pos < len(d.doc) && !strings.ContainsRune(",}] \t\n\r", rune(d.doc[d.pos])) {
+			d.pos++
+		}
+		if d.pos == start {
+			return d.errorf("unexpected %q", d.doc[d.pos])
+		}
+		return nil
+	}
+}
+
+// skipString passes over a string.
+func (d *jsonDecoder) skipString() error {
+	d.pos++ // "
+	for d.pos < len(d.doc) {
+		switch d.doc[d.pos] {
+		case '"':
+			d.pos++
+			return nil
+		case '\\':
+			d.pos += 2
+		default:
+			d.pos++
+		}
+	}
+	return errJSONEnd
 }
 
 // string reads a string. One without escapes, which is most, is taken as

@@ -171,7 +171,7 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 		// refuses, as for any request.
 		return nil, nil, nil
 	}
-	input, err := Input(a)
+	input, err := set.Input(a)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -366,7 +366,7 @@ func TestNoPoliciesNoWork(t *testing.T) {
 	p := plugin(t, compile(t, nil), DefaultTimeout)
 	// A channel cannot be converted to an input; were it evaluated, the
 	// request would be refused.
-	bad := admission.NewAttributesRecord(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "team"}}, nil, corev1.SchemeGroupVersion.WithKind("Secret"), "team", "s", corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &unconvertible{Ch: make(chan int)}, false, &user.DefaultInfo{Name: "alice"})
+	bad := admission.NewAttributesRecord(&unconvertible{Ch: make(chan int)}, nil, corev1.SchemeGroupVersion.WithKind("Secret"), "team", "s", corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
 	if err := p.Validate(context.Background(), bad, nil); err != nil {
 		t.Errorf("validate with no policies: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestNoPoliciesNoWork(t *testing.T) {
 	}
 }
 
-// unconvertible is options the input builder cannot convert.
+// unconvertible is an object the input builder cannot convert.
 type unconvertible struct {
 	metav1.TypeMeta
 	Ch chan int `json:"ch"`
@@ -419,7 +419,7 @@ func TestNoPolicyForKindNoWork(t *testing.T) {
 	// A channel cannot be converted to an input; were it evaluated, the
 	// request would be refused.
 	bad := func(kind, resource string) admission.Attributes {
-		return admission.NewAttributesRecord(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team"}}, nil, corev1.SchemeGroupVersion.WithKind(kind), "team", "c", corev1.SchemeGroupVersion.WithResource(resource), "", admission.Create, &unconvertible{Ch: make(chan int)}, false, &user.DefaultInfo{Name: "alice"})
+		return admission.NewAttributesRecord(&unconvertible{Ch: make(chan int)}, nil, corev1.SchemeGroupVersion.WithKind(kind), "team", "c", corev1.SchemeGroupVersion.WithResource(resource), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
 	}
 	ctx := context.Background()
 	if err := p.Validate(ctx, bad("ConfigMap", "configmaps"), nil); err != nil {

@@ -62,6 +62,9 @@ type Set struct {
 	// operations some rule names ("" for any other). See scopeOf.
 	byScope    map[[2]string]*query
 	kinds, ops map[string]bool
+	// inputs are, by the same keys, what the queries of byScope may read
+	// of their input: what Input builds.
+	inputs map[[2]string]*fields
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
 	// mutates: some policy has patch rules.
@@ -230,7 +233,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		compiled = true
 		return &query{prepared: q, results: results}, nil
 	}
-	set := &Set{policies: policies, byScope: map[[2]string]*query{}, kinds: map[string]bool{}, ops: map[string]bool{}, source: fingerprint(files), mutates: mutates, data: d}
+	set := &Set{policies: policies, byScope: map[[2]string]*query{}, inputs: map[[2]string]*fields{}, kinds: map[string]bool{}, ops: map[string]bool{}, source: fingerprint(files), mutates: mutates, data: d}
 	var all []ruleRef
 	for i, p := range policies {
 		for _, r := range p.rules {
@@ -281,9 +284,42 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 				prepared[key] = q
 			}
 			set.byScope[[2]string{kind, op}] = q
+			set.inputs[[2]string{kind, op}] = inputFields(compiler, policies, those, kind, op)
 		}
 	}
 	return set, nil
+}
+
+// inputFields are the parts of the input of a request of kind and op
+// that the query of rules which may read: all of each rule body that can
+// hold for them, the expressions of the others up to the one that
+// excludes them (see excludedAt), and the rules they refer to. The kind
+// and the operation are always there, for Eval to choose the query by, and
+// so are the objects' data fields, which the Redactor hides wherever a
+// policy's message may show them.
+func inputFields(compiler *ast.Compiler, policies []Policy, rules []ruleRef, kind, op string) *fields {
+	u := newInputUse(compiler)
+	for _, r := range rules {
+		for _, rule := range compiler.Modules[policies[r.policy].File].Rules {
+			if ruleName(rule) != r.rule {
+				continue
+			}
+			if i := excludedAt(rule.Body, kind, op); i >= 0 {
+				u.exprs(rule.Body[:i+1])
+			} else {
+				u.rule(rule)
+			}
+		}
+	}
+	f := u.fields
+	f.add("request", "kind")
+	f.add("request", "operation")
+	for _, obj := range []string{"object", "oldObject"} {
+		for _, field := range dataFields {
+			f.add("request", obj, field)
+		}
+	}
+	return f
 }
 
 // ruleRef is one decision rule of one policy: policies[policy]'s rule.
@@ -334,15 +370,45 @@ func scopeOf(body ast.Body) scope {
 		if s.ops == nil {
 			s.ops = exprValues(e, operationRef, aliases)
 		}
-		if e.Operator().String() == ast.Equality.Name {
-			if v, ok := e.Operand(0).Value.(ast.Var); ok {
-				if r, ok := e.Operand(1).Value.(ast.Ref); ok {
-					aliases[v] = r
-				}
+		noteAlias(e, aliases)
+	}
+	return s
+}
+
+// excludedAt is the index of the first expression of body, as compiled,
+// that a request of kind and op cannot pass: one that requires of the
+// kind, or of the operation, as scopeOf reads them, values that are not
+// theirs; -1 when there is none. An evaluation of body for such a request
+// evaluates no expression after it. (OPA's rule index leaves such a body
+// out before evaluating any, for the forms scopeOf reads; what the
+// expressions before it read is kept all the same.)
+func excludedAt(body ast.Body, kind, op string) int {
+	aliases := map[ast.Var]ast.Ref{}
+	for i, e := range body {
+		if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 {
+			continue
+		}
+		if kinds := exprValues(e, kindRef, aliases); kinds != nil && !kinds[kind] {
+			return i
+		}
+		if ops := exprValues(e, operationRef, aliases); ops != nil && !ops[op] {
+			return i
+		}
+		noteAlias(e, aliases)
+	}
+	return -1
+}
+
+// noteAlias records in aliases the variable e, a call of two operands,
+// sets to a reference: v = ref.
+func noteAlias(e *ast.Expr, aliases map[ast.Var]ast.Ref) {
+	if e.Operator().String() == ast.Equality.Name {
+		if v, ok := e.Operand(0).Value.(ast.Var); ok {
+			if r, ok := e.Operand(1).Value.(ast.Ref); ok {
+				aliases[v] = r
 			}
 		}
 	}
-	return s
 }
 
 // exprValues are the values e, a call of two operands, requires of ref

@@ -1,0 +1,286 @@
+package opa
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// fields are the parts of an admission input an evaluation may read, as a
+// tree of object keys: a value whose node is all is read whole; of an
+// object whose node is not, only the keys below it. The input of a request
+// is built with only those parts: what no rule of its query can read need
+// not be built, and most of an object (its managedFields, its other
+// metadata) is read by no rule of most queries.
+type fields struct {
+	all bool
+	sub map[string]*fields
+}
+
+// allFields is the whole input.
+var allFields = &fields{all: true}
+
+// add makes the value at path read whole.
+func (f *fields) add(path ...string) {
+	for _, k := range path {
+		if f.all {
+			return
+		}
+		next := f.sub[k]
+		if next == nil {
+			if f.sub == nil {
+				f.sub = map[string]*fields{}
+			}
+			next = &fields{}
+			f.sub[k] = next
+		}
+		f = next
+	}
+	f.all, f.sub = true, nil
+}
+
+// at is what is read of the value at key; nil when none of it is.
+func (f *fields) at(key string) *fields {
+	if f.all {
+		return f
+	}
+	return f.sub[key]
+}
+
+// inputUse finds what evaluations read of their input: the input
+// references of the rules they evaluate, and of every rule those refer
+// to, as compiled. A reference is read from its longest prefix of string
+// keys, whole: input.request.object.metadata.labels[k] reads labels,
+// input.request reads the request, a bare input everything. The one
+// exception is object.get(x, key, default) with x a ground reference to
+// the input and key a constant key or path, which reads only the value at
+// key: the policies use it for fields that may be absent. The compiler
+// writes the call as v = x; object.get(v, key, default, out), so a variable
+// set once to such a reference stands for it where it is object.get's
+// object; anywhere else, it reads the whole of it.
+type inputUse struct {
+	compiler *ast.Compiler
+	fields   *fields
+	seen     map[*ast.Rule]bool
+	queue    []*ast.Rule
+	// aliases are the variables of the rule at hand set once to a ground
+	// reference to the input.
+	aliases map[ast.Var]ast.Ref
+}
+
+func newInputUse(compiler *ast.Compiler) *inputUse {
+	return &inputUse{compiler: compiler, fields: &fields{}, seen: map[*ast.Rule]bool{}}
+}
+
+// rule adds what an evaluation of r may read, and what the rules it
+// refers to may.
+func (u *inputUse) rule(r *ast.Rule) {
+	u.enqueue(r)
+	u.drain()
+}
+
+// exprs adds what evaluating exprs, the first expressions of a body, may
+// read, and what the rules they refer to may.
+func (u *inputUse) exprs(exprs []*ast.Expr) {
+	nodes := make([]any, len(exprs))
+	for i, e := range exprs {
+		nodes[i] = e
+	}
+	u.unit(nodes)
+	u.drain()
+}
+
+func (u *inputUse) enqueue(r *ast.Rule) {
+	if !u.seen[r] {
+		u.seen[r] = true
+		u.queue = append(u.queue, r)
+	}
+}
+
+// drain adds what the rules queued may read, each body and else branch,
+// until no rule they refer to is left.
+func (u *inputUse) drain() {
+	for len(u.queue) > 0 {
+		r := u.queue[len(u.queue)-1]
+		u.queue = u.queue[:len(u.queue)-1]
+		var nodes []any
+		for ; r != nil; r = r.Else {
+			// Not the head's reference: it names the rule and its other
+			// bodies, which a reference to the rule brings in, but
+			// which r does not evaluate.
+			for _, t := range r.Head.Args {
+				nodes = append(nodes, t)
+			}
+			if r.Head.Key != nil {
+				nodes = append(nodes, r.Head.Key)
+			}
+			if r.Head.Value != nil {
+				nodes = append(nodes, r.Head.Value)
+			}
+			nodes = append(nodes, r.Body)
+		}
+		u.unit(nodes)
+	}
+}
+
+// unit adds what evaluating nodes, the parts of one rule, may read.
+func (u *inputUse) unit(nodes []any) {
+	defs := map[ast.Var][]ast.Ref{}
+	for _, n := range nodes {
+		ast.NewGenericVisitor(func(x any) bool {
+			if e, ok := x.(*ast.Expr); ok {
+				if v, r, ok := aliasDef(e); ok {
+					defs[v] = append(defs[v], r)
+				}
+			}
+			return false
+		}).Walk(n)
+	}
+	u.aliases = map[ast.Var]ast.Ref{}
+	for v, refs := range defs {
+		if len(refs) == 1 {
+			u.aliases[v] = refs[0]
+		}
+	}
+	for _, n := range nodes {
+		u.walk(n)
+	}
+	u.aliases = nil
+}
+
+// aliasDef is e when it is v = x, x a ground reference to the input.
+func aliasDef(e *ast.Expr) (ast.Var, ast.Ref, bool) {
+	if e.Negated || len(e.With) > 0 || !e.IsCall() || len(e.Operands()) != 2 || e.Operator().String() != ast.Equality.Name {
+		return "", nil, false
+	}
+	v, ok := e.Operand(0).Value.(ast.Var)
+	if !ok {
+		return "", nil, false
+	}
+	r, ok := e.Operand(1).Value.(ast.Ref)
+	if !ok || !r.HasPrefix(ast.InputRootRef) {
+		return "", nil, false
+	}
+	if _, ground := stringKeys(r[1:]...); !ground {
+		return "", nil, false
+	}
+	return v, r, true
+}
+
+func (u *inputUse) walk(x any) {
+	ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.Expr:
+			if v, _, ok := aliasDef(x); ok && u.aliases[v] != nil {
+				// What it reads is read where v is used.
+				return true
+			}
+			if x.IsCall() && u.objectGet(x.Operator(), x.Operands()) {
+				for _, t := range x.Operands()[2:] {
+					u.walk(t)
+				}
+				for _, w := range x.With {
+					u.walk(w)
+				}
+				return true
+			}
+		case ast.Call:
+			if len(x) > 0 {
+				if op, ok := x[0].Value.(ast.Ref); ok && u.objectGet(op, x[1:]) {
+					for _, t := range x[3:] {
+						u.walk(t)
+					}
+					return true
+				}
+			}
+		case ast.Ref:
+			u.ref(x)
+			return true
+		case ast.Var:
+			if r, ok := u.aliases[x]; ok {
+				u.ref(r)
+				return true
+			}
+			u.ref(ast.Ref{ast.VarTerm(string(x))})
+			return true
+		}
+		return false
+	}).Walk(x)
+}
+
+// ref adds what reading r may read: of the input, its prefix of string
+// keys; of data, every rule it may refer to.
+func (u *inputUse) ref(r ast.Ref) {
+	if v, ok := r[0].Value.(ast.Var); ok {
+		if alias, ok := u.aliases[v]; ok {
+			// v.x[y] reads what alias.x[y] does.
+			r = append(alias.Copy(), r[1:]...)
+		}
+	}
+	switch {
+	case r.HasPrefix(ast.InputRootRef):
+		path, _ := stringKeys(r[1:]...)
+		u.fields.add(path...)
+	case r.HasPrefix(ast.DefaultRootRef):
+		for _, rule := range u.compiler.GetRulesDynamicWithOpts(r, ast.RulesOptions{IncludeHiddenModules: true}) {
+			u.enqueue(rule)
+		}
+	}
+	for _, t := range r[1:] {
+		u.walk(t)
+	}
+}
+
+// objectGet adds what object.get reads with args, when op is object.get,
+// its object a ground reference to the input (or an alias of one), and
+// its key a constant string or path of strings; false when it is not, and
+// args are to be walked as any others.
+func (u *inputUse) objectGet(op ast.Ref, args []*ast.Term) bool {
+	if op.String() != ast.ObjectGet.Name || len(args) < 3 {
+		return false
+	}
+	var obj ast.Ref
+	switch x := args[0].Value.(type) {
+	case ast.Ref:
+		obj = x
+	case ast.Var:
+		obj = u.aliases[x]
+	}
+	if !obj.HasPrefix(ast.InputRootRef) {
+		return false
+	}
+	path, ground := stringKeys(obj[1:]...)
+	if !ground {
+		return false
+	}
+	switch k := args[1].Value.(type) {
+	case ast.String:
+		path = append(path, string(k))
+	case *ast.Array:
+		terms := make([]*ast.Term, k.Len())
+		for i := range terms {
+			terms[i] = k.Elem(i)
+		}
+		keys, ground := stringKeys(terms...)
+		if !ground {
+			return false
+		}
+		path = append(path, keys...)
+	default:
+		return false
+	}
+	u.fields.add(path...)
+	return true
+}
+
+// stringKeys are the leading string keys of terms, and whether every term
+// is one.
+func stringKeys(terms ...*ast.Term) ([]string, bool) {
+	keys := make([]string, 0, len(terms))
+	for _, t := range terms {
+		s, ok := t.Value.(ast.String)
+		if !ok {
+			return keys, false
+		}
+		keys = append(keys, string(s))
+	}
+	return keys, true
+}
