@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -233,3 +234,13 @@ func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache
 // watchBufferForPolicies is how many events replication may fall behind
 // before its watch is cut off and started again.
 const watchBufferForPolicies = 10000
+
+// deepStack reports whether r's handling evaluates Rego policies: it is a
+// write, and policies are loaded.
+func (p *policyStage) deepStack(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return p.plugin.Evaluates()
+	}
+	return false
+}

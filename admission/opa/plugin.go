@@ -61,6 +61,10 @@ func NewPlugin(set *Set, timeout time.Duration, logger *slog.Logger) (*Plugin, e
 	return p, nil
 }
 
+// Evaluates reports whether the running set has policies: whether the
+// stage evaluates any for a request.
+func (p *Plugin) Evaluates() bool { return len(p.set.Load().policies) > 0 }
+
 // Swap makes set the policies of every request from now on.
 func (p *Plugin) Swap(set *Set) { p.set.Store(set) }
 

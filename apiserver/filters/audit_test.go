@@ -371,7 +371,7 @@ func TestAuditPanic(t *testing.T) {
 					w.Write([]byte("frame"))
 				}
 				panic("handler bug")
-			}), a), logger)
+			}), a), logger, nil)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, newRequest(t, "GET", tt.target, &user.DefaultInfo{Name: "alice"}))
 

@@ -12,10 +12,12 @@ import (
 )
 
 // WithRecovery turns a panic in a handler into a 500 Status and a log
-// entry, so one bad request cannot take the server down.
-func WithRecovery(next http.Handler, logger *slog.Logger) http.Handler {
+// entry, so one bad request cannot take the server down. First, it grows
+// the request's stack to what its handling needs (see growStack): deep,
+// when not nil, says whether it evaluates Rego policies.
+func WithRecovery(next http.Handler, logger *slog.Logger, deep func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		growStack()
+		growStack(deep != nil && deep(r))
 		defer func() {
 			p := recover()
 			if p == nil {

@@ -24,7 +24,7 @@ func TestRecoveryHidesThePanic(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, log := newLogger()
-			h := WithRecovery(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(tt.value) }), logger)
+			h := WithRecovery(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(tt.value) }), logger, nil)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil))
 
@@ -45,7 +45,7 @@ func TestRecoveryHidesThePanic(t *testing.T) {
 // connection; the filter must let it through, and answer nothing.
 func TestRecoveryRepanicsAbortHandler(t *testing.T) {
 	logger, log := newLogger()
-	h := WithRecovery(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), logger)
+	h := WithRecovery(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), logger, nil)
 	rec := httptest.NewRecorder()
 	got := func() (p any) {
 		defer func() { p = recover() }()
