@@ -5,24 +5,26 @@ package opa
 // decision query runs inside the continuation of the one before, so an
 // evaluation of the shipped library reached between 128 and 256 KiB of
 // stack when this was measured (a Secret create, all nine policies in one
-// query; evaluating only the policies of the kind needs less). A request's goroutine starts with a few KiB, and the runtime grows
-// a stack by copying it to one twice as large, adjusting every frame: five
-// times per request, the last ones with hundreds of OPA's frames on the
-// stack. That cost as much as the evaluation itself (a Secret create
+// query; evaluating only the policies of the kind needs less). A
+// request's goroutine starts with a few KiB, and the runtime grows a stack
+// by copying it to one twice as large, adjusting every frame: five times
+// per request, the last ones with hundreds of OPA's frames on the stack. That cost as much as the evaluation itself (a Secret create
 // through the API server: ~300 µs of stack copying and ~100 µs of
 // evaluation per request).
 const evalStack = 128 << 10
 
-// growStack grows the calling goroutine's stack, while it is still
-// shallow, to hold an evaluation: one copy of a few frames instead of
-// several of many. Its frame is evalStack bytes, which the runtime makes
-// room for at once, on entry. The frame is never written: the array in it
-// is declared, and so cleared, only when touch is true, which no caller
-// passes, so that a call costs the growth and not the clearing of 128 KiB
-// too (a profile of Secret creates put growStack, clearing included, at a
-// third of the stage's own time; without the clearing the difference was
-// within the benchmarks' noise). Not inlined, the compiler cannot know
-// touch, and keeps the frame.
+// growStack grows the calling goroutine's stack to hold an evaluation:
+// one copy instead of several, each of more frames. The API server grows a
+// write's stack to evalStack before its pipeline (see growStack in
+// apiserver/filters), where the copy moves a few frames; this one is then
+// free, and grows the stacks of other callers. Its frame is evalStack
+// bytes, which the runtime makes room for at once, on entry. The frame is
+// never written: the array in it is declared, and so cleared, only when
+// touch is true, which no caller passes, so that a call costs the growth
+// and not the clearing of 128 KiB too (a profile of Secret creates put
+// growStack, clearing included, at a third of the stage's own time;
+// without the clearing the difference was within the benchmarks' noise).
+// Not inlined, the compiler cannot know touch, and keeps the frame.
 //
 //go:noinline
 func growStack(touch bool) {
