@@ -6,10 +6,11 @@ import (
 
 // fields are the parts of an admission input an evaluation may read, as a
 // tree of object keys: a value whose node is all is read whole; of an
-// object whose node is not, only the keys below it. The input of a request
-// is built with only those parts: what no rule of its query can read need
-// not be built, and most of an object (its managedFields, its other
-// metadata) is read by no rule of most queries.
+// object whose node is not, only the keys below it (none: only that it is
+// there); any other value is read whole. The input of a request is built
+// with only those parts: what no rule of its query can read need not be
+// built, and most of an object (its managedFields, its other metadata) is
+// read by no rule of most queries.
 type fields struct {
 	all bool
 	sub map[string]*fields
@@ -24,17 +25,32 @@ func (f *fields) add(path ...string) {
 		if f.all {
 			return
 		}
-		next := f.sub[k]
-		if next == nil {
-			if f.sub == nil {
-				f.sub = map[string]*fields{}
-			}
-			next = &fields{}
-			f.sub[k] = next
-		}
-		f = next
+		f = f.child(k)
 	}
 	f.all, f.sub = true, nil
+}
+
+// need makes the value at path read, at least whether it is there.
+func (f *fields) need(path ...string) {
+	for _, k := range path {
+		if f.all {
+			return
+		}
+		f = f.child(k)
+	}
+}
+
+// child is the node of key, made if there is none.
+func (f *fields) child(key string) *fields {
+	next := f.sub[key]
+	if next == nil {
+		if f.sub == nil {
+			f.sub = map[string]*fields{}
+		}
+		next = &fields{}
+		f.sub[key] = next
+	}
+	return next
 }
 
 // at is what is read of the value at key; nil when none of it is.
@@ -54,8 +70,11 @@ func (f *fields) at(key string) *fields {
 // the input and key a constant key or path, which reads only the value at
 // key: the policies use it for fields that may be absent. The compiler
 // writes the call as v = x; object.get(v, key, default, out), so a variable
-// set once to such a reference stands for it where it is object.get's
-// object; anywhere else, it reads the whole of it.
+// of the rule set once, and only once, to such a reference stands for it:
+// where it is object.get's object, the call reads the value at key;
+// anywhere else, it reads the whole of it; and v = x reads that x is
+// there. When a module replaces object.get (with object.get as f), f may
+// read anything of its object, and object.get reads as any call.
 type inputUse struct {
 	compiler *ast.Compiler
 	fields   *fields
@@ -64,10 +83,29 @@ type inputUse struct {
 	// aliases are the variables of the rule at hand set once to a ground
 	// reference to the input.
 	aliases map[ast.Var]ast.Ref
+	// getReads: object.get is OPA's, which reads only its key.
+	getReads bool
 }
 
 func newInputUse(compiler *ast.Compiler) *inputUse {
-	return &inputUse{compiler: compiler, fields: &fields{}, seen: map[*ast.Rule]bool{}}
+	return &inputUse{compiler: compiler, fields: &fields{}, seen: map[*ast.Rule]bool{}, getReads: !replaced(compiler, ast.ObjectGet.Name)}
+}
+
+// replaced reports whether a module of compiler replaces the builtin
+// named name with a with modifier.
+func replaced(compiler *ast.Compiler, name string) bool {
+	found := false
+	for _, m := range compiler.Modules {
+		ast.WalkExprs(m, func(e *ast.Expr) bool {
+			for _, w := range e.With {
+				if r, ok := w.Target.Value.(ast.Ref); ok && r.String() == name {
+					found = true
+				}
+			}
+			return found
+		})
+	}
+	return found
 }
 
 // rule adds what an evaluation of r may read, and what the rules it
@@ -103,9 +141,13 @@ func (u *inputUse) drain() {
 		u.queue = u.queue[:len(u.queue)-1]
 		var nodes []any
 		for ; r != nil; r = r.Else {
-			// Not the head's reference: it names the rule and its other
-			// bodies, which a reference to the rule brings in, but
-			// which r does not evaluate.
+			// Of the head's reference, what follows the rule's name
+			// (p[x].y): the name is the rule's and its other bodies',
+			// which a reference to the rule brings in, but which r
+			// does not evaluate.
+			for _, t := range r.Head.Ref()[1:] {
+				nodes = append(nodes, t)
+			}
 			for _, t := range r.Head.Args {
 				nodes = append(nodes, t)
 			}
@@ -169,11 +211,14 @@ func (u *inputUse) walk(x any) {
 	ast.NewGenericVisitor(func(x any) bool {
 		switch x := x.(type) {
 		case *ast.Expr:
-			if v, _, ok := aliasDef(x); ok && u.aliases[v] != nil {
-				// What it reads is read where v is used.
+			if v, r, ok := aliasDef(x); ok && u.aliases[v] != nil {
+				// It reads that r is there; what v reads of r is read
+				// where v is used.
+				path, _ := stringKeys(r[1:]...)
+				u.fields.need(path...)
 				return true
 			}
-			if x.IsCall() && u.objectGet(x.Operator(), x.Operands()) {
+			if x.IsCall() && u.addObjectGet(x.Operator(), x.Operands()) {
 				for _, t := range x.Operands()[2:] {
 					u.walk(t)
 				}
@@ -184,7 +229,7 @@ func (u *inputUse) walk(x any) {
 			}
 		case ast.Call:
 			if len(x) > 0 {
-				if op, ok := x[0].Value.(ast.Ref); ok && u.objectGet(op, x[1:]) {
+				if op, ok := x[0].Value.(ast.Ref); ok && u.addObjectGet(op, x[1:]) {
 					for _, t := range x[3:] {
 						u.walk(t)
 					}
@@ -229,12 +274,12 @@ func (u *inputUse) ref(r ast.Ref) {
 	}
 }
 
-// objectGet adds what object.get reads with args, when op is object.get,
-// its object a ground reference to the input (or an alias of one), and
-// its key a constant string or path of strings; false when it is not, and
-// args are to be walked as any others.
-func (u *inputUse) objectGet(op ast.Ref, args []*ast.Term) bool {
-	if op.String() != ast.ObjectGet.Name || len(args) < 3 {
+// addObjectGet adds what object.get reads with args, when op is OPA's
+// object.get, its object a ground reference to the input (or an alias of
+// one), and its key a constant string or path of strings; false when it
+// is not, and args are to be walked as any others.
+func (u *inputUse) addObjectGet(op ast.Ref, args []*ast.Term) bool {
+	if !u.getReads || op.String() != ast.ObjectGet.Name || len(args) < 3 {
 		return false
 	}
 	var obj ast.Ref

@@ -42,7 +42,8 @@ func TestInputHoldsWhatRulesRead(t *testing.T) {
 	for _, tt := range []struct {
 		name, policy string
 		op           admission.Operation
-		// deny is the message of the policy, of the whole input.
+		// deny is the message of the policy, of the whole input;
+		// "error" when its evaluation fails.
 		deny string
 	}{
 		{"the whole input", `deny contains "bare" if contains(json.marshal(input), "managed-by-x")`, admission.Create, "bare"},
@@ -91,6 +92,33 @@ deny contains "every" if not untiered`, admission.Create, "every"},
 		{"a with modifier", `g if input.request.object.metadata.labels.tier == "db"
 
 deny contains "with" if g with input.request.name as "other"`, admission.Create, "with"},
+		// v := x reads that x is there, even when v is not read.
+		{"a variable set and never read", `deny contains "owned" if {
+	owner := input.request.object.metadata.annotations.owner
+}`, admission.Create, "owned"},
+		{"a variable set and never read, in a conflict", `level := 1 if {
+	owner := input.request.object.metadata.annotations.owner
+}
+
+level := 2 if true
+
+deny contains "level" if level > 0`, admission.Create, "error"},
+		{"a variable read only in the head", `metadata[v].seen := true if {
+	v := input.request.object.metadata
+}
+
+deny contains "head" if {
+	some m
+	metadata[m].seen
+	m.name == "db"
+}`, admission.Create, "head"},
+		// A module may replace object.get, and the replacement read more
+		// than the key.
+		{"object.get replaced", `owner_of(o, _, _) := o.metadata.annotations.owner
+
+typed if object.get(input.request.object, "type", "none") == "needle"
+
+deny contains "replaced" if typed with object.get as owner_of`, admission.Create, "replaced"},
 		{"the old object", `deny contains "old" if {
 	input.request.operation == "UPDATE"
 	input.request.oldObject.metadata.annotations.owner == "needle"
@@ -113,6 +141,12 @@ deny contains "with" if g with input.request.name as "other"`, admission.Create,
 			served, servedErr := evalWith(set, a, set.Input)
 			if (wholeErr != nil) != (servedErr != nil) || !reflect.DeepEqual(whole, served) {
 				t.Fatalf("of the server's input: %v, %v; of the whole input: %v, %v", served, servedErr, whole, wholeErr)
+			}
+			if tt.deny == "error" {
+				if wholeErr == nil {
+					t.Fatalf("%v; want an error", whole)
+				}
+				return
 			}
 			if wholeErr != nil || len(whole) != 1 || !reflect.DeepEqual(whole[0].Deny, []string{tt.deny}) {
 				t.Fatalf("%v, %v; want %q", whole, wholeErr, tt.deny)
