@@ -85,10 +85,15 @@ type inputUse struct {
 	aliases map[ast.Var]ast.Ref
 	// getReads: object.get is OPA's, which reads only its key.
 	getReads bool
+	// indexOnly: what is walked is what OPA's rule index may read, input
+	// references only, not rules.
+	indexOnly bool
 }
 
-func newInputUse(compiler *ast.Compiler) *inputUse {
-	return &inputUse{compiler: compiler, fields: &fields{}, seen: map[*ast.Rule]bool{}, getReads: !replaced(compiler, ast.ObjectGet.Name)}
+// newInputUse finds what the rules of compiler read; getReads: object.get
+// is OPA's (see replaced).
+func newInputUse(compiler *ast.Compiler, getReads bool) *inputUse {
+	return &inputUse{compiler: compiler, fields: &fields{}, seen: map[*ast.Rule]bool{}, getReads: getReads}
 }
 
 // replaced reports whether a module of compiler replaces the builtin
@@ -115,15 +120,26 @@ func (u *inputUse) rule(r *ast.Rule) {
 	u.drain()
 }
 
-// exprs adds what evaluating exprs, the first expressions of a body, may
-// read, and what the rules they refer to may.
-func (u *inputUse) exprs(exprs []*ast.Expr) {
-	nodes := make([]any, len(exprs))
-	for i, e := range exprs {
-		nodes[i] = e
+// excluded adds what evaluating body may read when the expression at
+// index i excludes the request: the expressions up to it, and the rules
+// they refer to, are evaluated; and OPA's rule index may look up any
+// reference to the input of the body's expressions to choose whether to
+// evaluate it at all. Those are read too, so that the index chooses the
+// same bodies for the input built as for the whole: were one left out, a
+// body the whole input's index evaluates could fail (or error, which
+// refuses) before the expression that excludes it, and not be evaluated
+// for the input built. Rules named after i are not evaluated: the index
+// reads no rule's value.
+func (u *inputUse) excluded(body ast.Body, i int) {
+	nodes := make([]any, i+1)
+	for j, e := range body[:i+1] {
+		nodes[j] = e
 	}
 	u.unit(nodes)
 	u.drain()
+	u.indexOnly = true
+	u.unit([]any{body})
+	u.indexOnly = false
 }
 
 func (u *inputUse) enqueue(r *ast.Rule) {
@@ -264,7 +280,7 @@ func (u *inputUse) ref(r ast.Ref) {
 	case r.HasPrefix(ast.InputRootRef):
 		path, _ := stringKeys(r[1:]...)
 		u.fields.add(path...)
-	case r.HasPrefix(ast.DefaultRootRef):
+	case r.HasPrefix(ast.DefaultRootRef) && !u.indexOnly:
 		for _, rule := range u.compiler.GetRulesDynamicWithOpts(r, ast.RulesOptions{IncludeHiddenModules: true}) {
 			u.enqueue(rule)
 		}

@@ -119,6 +119,24 @@ deny contains "head" if {
 typed if object.get(input.request.object, "type", "none") == "needle"
 
 deny contains "replaced" if typed with object.get as owner_of`, admission.Create, "replaced"},
+		// OPA's rule index may evaluate a body for another kind or
+		// operation up to the expression that excludes it, which here
+		// fails the evaluation (and refuses the request): its choice
+		// reads the owner annotation, after that expression.
+		{"before the kind, for the index", `deny contains "pod" if {
+	to_number(input.request.object.metadata.labels.n) > 0
+	k := input.request.kind.kind
+	input.request.kind.kind in {"Secret", "Pod"}
+	k == "Pod"
+	input.request.object.metadata.annotations.owner == "needle"
+}`, admission.Create, "error"},
+		{"before the operation, for the index", `deny contains "update" if {
+	to_number(input.request.object.metadata.labels.n) > 0
+	op := input.request.operation
+	input.request.operation in {"CREATE", "UPDATE"}
+	op == "UPDATE"
+	input.request.object.metadata.annotations.owner == "needle"
+}`, admission.Create, "error"},
 		{"the old object", `deny contains "old" if {
 	input.request.operation == "UPDATE"
 	input.request.oldObject.metadata.annotations.owner == "needle"

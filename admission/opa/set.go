@@ -263,6 +263,8 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 			}
 		}
 	}
+	// object.get is OPA's unless a module replaces it.
+	getReads := !replaced(compiler, ast.ObjectGet.Name)
 	// One query for each set of decision rules some kind and operation
 	// get, prepared once; "" stands for the kinds, and the operations,
 	// no rule names.
@@ -284,7 +286,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 				prepared[key] = q
 			}
 			set.byScope[[2]string{kind, op}] = q
-			set.inputs[[2]string{kind, op}] = inputFields(compiler, policies, those, kind, op)
+			set.inputs[[2]string{kind, op}] = inputFields(compiler, getReads, policies, those, kind, op)
 		}
 	}
 	return set, nil
@@ -292,20 +294,21 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 
 // inputFields are the parts of the input of a request of kind and op
 // that the query of rules which may read: all of each rule body that can
-// hold for them, the expressions of the others up to the one that
-// excludes them (see excludedAt), and the rules they refer to. The kind
+// hold for them, of the others the expressions up to the one that
+// excludes them (see excludedAt) and what the rule index reads, and the
+// rules they refer to. The kind
 // and the operation are always there, for Eval to choose the query by, and
 // so are the objects' data fields, which the Redactor hides wherever a
 // policy's message may show them.
-func inputFields(compiler *ast.Compiler, policies []Policy, rules []ruleRef, kind, op string) *fields {
-	u := newInputUse(compiler)
+func inputFields(compiler *ast.Compiler, getReads bool, policies []Policy, rules []ruleRef, kind, op string) *fields {
+	u := newInputUse(compiler, getReads)
 	for _, r := range rules {
 		for _, rule := range compiler.Modules[policies[r.policy].File].Rules {
 			if ruleName(rule) != r.rule {
 				continue
 			}
 			if i := excludedAt(rule.Body, kind, op); i >= 0 {
-				u.exprs(rule.Body[:i+1])
+				u.excluded(rule.Body, i)
 			} else {
 				u.rule(rule)
 			}
@@ -379,9 +382,8 @@ func scopeOf(body ast.Body) scope {
 // that a request of kind and op cannot pass: one that requires of the
 // kind, or of the operation, as scopeOf reads them, values that are not
 // theirs; -1 when there is none. An evaluation of body for such a request
-// evaluates no expression after it. (OPA's rule index leaves such a body
-// out before evaluating any, for the forms scopeOf reads; what the
-// expressions before it read is kept all the same.)
+// evaluates no expression after it, though it may evaluate those before:
+// OPA's rule index leaves most such bodies out, but not every one.
 func excludedAt(body ast.Body, kind, op string) int {
 	aliases := map[ast.Var]ast.Ref{}
 	for i, e := range body {
