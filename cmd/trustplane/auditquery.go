@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -257,6 +258,11 @@ func followLog(ctx context.Context, path string, f *auditQueryFlags, fn func([]b
 			return err
 		}
 		next, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Rotated again, between the stat and the open: the
+			// next tick opens the file that replaced it.
+			continue
+		}
 		if err != nil {
 			return err
 		}
