@@ -36,7 +36,7 @@ func buildChain(handler http.Handler, filters []filter, observe func(name string
 // comes before it, in the listener.
 func (s *Server) pipeline() []filter {
 	return []filter{
-		{"recovery", func(h http.Handler) http.Handler { return filters.WithRecovery(h, s.logger, s.policies.deepStack) }},
+		{"recovery", func(h http.Handler) http.Handler { return filters.WithRecovery(h, s.logger, s.policies.growStack) }},
 		{"requestinfo", func(h http.Handler) http.Handler { return filters.WithRequestInfo(h, s.requestInfo) }},
 		{"authentication", func(h http.Handler) http.Handler {
 			return filters.WithAuthentication(h, s.authn, s.anonymous, filters.WithFailedAuthenticationAudit(s.auditor), s.logger)

@@ -235,12 +235,14 @@ func (p *policyStage) follow(ctx context.Context, gr schema.GroupResource, cache
 // before its watch is cut off and started again.
 const watchBufferForPolicies = 10000
 
-// deepStack reports whether r's handling evaluates Rego policies: it is a
-// write, and policies are loaded.
-func (p *policyStage) deepStack(r *http.Request) bool {
+// growStack grows the stack of a request whose admission evaluates Rego
+// policies (a write, while policies are loaded) to hold the evaluation,
+// at the top of the request: see opa.GrowStack.
+func (p *policyStage) growStack(r *http.Request) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return p.plugin.Evaluates()
+		if p.plugin.Evaluates() {
+			opa.GrowStack()
+		}
 	}
-	return false
 }

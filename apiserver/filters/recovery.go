@@ -13,11 +13,15 @@ import (
 
 // WithRecovery turns a panic in a handler into a 500 Status and a log
 // entry, so one bad request cannot take the server down. First, it grows
-// the request's stack to what its handling needs (see growStack): deep,
-// when not nil, says whether it evaluates Rego policies.
-func WithRecovery(next http.Handler, logger *slog.Logger, deep func(*http.Request) bool) http.Handler {
+// the request's stack to what its handling needs (see growStack); grow,
+// when not nil, grows it further for a request that needs more, here
+// where growing copies few frames.
+func WithRecovery(next http.Handler, logger *slog.Logger, grow func(*http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		growStack(deep != nil && deep(r))
+		growStack()
+		if grow != nil {
+			grow(r)
+		}
 		defer func() {
 			p := recover()
 			if p == nil {
