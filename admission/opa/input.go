@@ -45,40 +45,41 @@ func input(a admission.Attributes, f *fields) (ast.Value, error) {
 	}
 	var buf [16][2]*ast.Term
 	items := buf[:0]
-	add := func(key string, value func() *ast.Term) {
-		if rf.at(key) != nil {
-			items = append(items, item(key, value()))
-		}
+	want := func(key string) bool { return rf.at(key) != nil }
+	if want("uid") {
+		items = append(items, item("uid", stringTerm(uuid.NewString())))
 	}
-	// AST values are not changed once built: the request's kind and
-	// resource can be the same terms.
-	var kindTerm, resTerm *ast.Term
-	kindOf := func() *ast.Term {
-		if kindTerm == nil {
-			kindTerm = gvk(kind)
-		}
-		return kindTerm
+	// gvk and gvr share the terms of each kind and resource, so the
+	// request's kind and requested kind are one term.
+	if want("kind") {
+		items = append(items, item("kind", gvk(kind)))
 	}
-	resourceOf := func() *ast.Term {
-		if resTerm == nil {
-			resTerm = gvr(res)
-		}
-		return resTerm
+	if want("resource") {
+		items = append(items, item("resource", gvr(res)))
 	}
-	add("uid", func() *ast.Term { return stringTerm(uuid.NewString()) })
-	add("kind", kindOf)
-	add("resource", resourceOf)
-	add("requestKind", kindOf)
-	add("requestResource", resourceOf)
-	add("name", func() *ast.Term { return stringTerm(a.GetName()) })
-	add("namespace", func() *ast.Term { return stringTerm(a.GetNamespace()) })
-	add("operation", func() *ast.Term { return stringTerm(string(a.GetOperation())) })
-	add("dryRun", func() *ast.Term { return ast.InternedTerm(a.IsDryRun()) })
-	if sub := a.GetSubresource(); sub != "" {
-		add("subResource", func() *ast.Term { return stringTerm(sub) })
+	if want("requestKind") {
+		items = append(items, item("requestKind", gvk(kind)))
 	}
-	if u := a.GetUserInfo(); u != nil {
-		add("userInfo", func() *ast.Term { return userInfo(u) })
+	if want("requestResource") {
+		items = append(items, item("requestResource", gvr(res)))
+	}
+	if want("name") {
+		items = append(items, item("name", stringTerm(a.GetName())))
+	}
+	if want("namespace") {
+		items = append(items, item("namespace", stringTerm(a.GetNamespace())))
+	}
+	if want("operation") {
+		items = append(items, item("operation", stringTerm(string(a.GetOperation()))))
+	}
+	if want("dryRun") {
+		items = append(items, item("dryRun", ast.InternedTerm(a.IsDryRun())))
+	}
+	if sub := a.GetSubresource(); sub != "" && want("subResource") {
+		items = append(items, item("subResource", stringTerm(sub)))
+	}
+	if u := a.GetUserInfo(); u != nil && want("userInfo") {
+		items = append(items, item("userInfo", userInfo(u)))
 	}
 	for _, o := range []struct {
 		key string

@@ -296,10 +296,9 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 // that the query of rules which may read: all of each rule body that can
 // hold for them, of the others the expressions up to the one that
 // excludes them (see excludedAt) and what the rule index reads, and the
-// rules they refer to. The kind
-// and the operation are always there, for Eval to choose the query by, and
-// so are the objects' data fields, which the Redactor hides wherever a
-// policy's message may show them.
+// rules they refer to. The kind and the operation are always there, for
+// Eval to choose the query by, and so are the objects' data fields, which
+// the Redactor hides wherever a policy's message may show them.
 func inputFields(compiler *ast.Compiler, getReads bool, policies []Policy, rules []ruleRef, kind, op string) *fields {
 	u := newInputUse(compiler, getReads)
 	for _, r := range rules {
