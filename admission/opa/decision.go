@@ -26,6 +26,11 @@ type Decision struct {
 // as an AST value. A policy whose rules are not sets is an error: a caller
 // must then refuse the request.
 func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
+	return s.eval(ctx, s.queryFor(input), input)
+}
+
+// eval is Eval with the query q.
+func (s *Set) eval(ctx context.Context, q *query, input ast.Value) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
@@ -41,7 +46,6 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	q := s.queryFor(input)
 	cache := getVirtualCache()
 	defer putVirtualCache(cache)
 	rs, err := q.prepared.Eval(ctx,
@@ -74,6 +78,12 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 			}
 		}
 	}
+	if q.merged {
+		if err := mergedDecisions(out, rs[0].Bindings[decisionsVar]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	var values *ast.Array
 	if len(q.results) > 0 {
 		t, _ := rs[0].Bindings[decisionsVar].(*ast.Term)
@@ -101,6 +111,70 @@ func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergedDecisions adds to out, by policy, the decisions of a merged
+// module's rule: v, its set of [policy, rule, value], as the per-rule
+// queries' sets would give them: messages sorted, patch operations in the
+// order of the set.
+func mergedDecisions(out []Decision, v any) error {
+	t, _ := v.(*ast.Term)
+	if t == nil {
+		return errors.New("policy decisions: the query's result is not the set of the decisions")
+	}
+	set, ok := t.Value.(ast.Set)
+	if !ok {
+		return errors.New("policy decisions: the query's result is not the set of the decisions")
+	}
+	err := set.Iter(func(e *ast.Term) error {
+		a, ok := e.Value.(*ast.Array)
+		if !ok || a.Len() != 3 {
+			return errors.New("policy decisions: a decision is not [policy, rule, value]")
+		}
+		n, ok := a.Elem(0).Value.(ast.Number)
+		i, isInt := n.Int()
+		rule, isString := a.Elem(1).Value.(ast.String)
+		if !ok || !isInt || !isString || i < 0 || i >= len(out) {
+			return errors.New("policy decisions: a decision is not [policy, rule, value]")
+		}
+		d := &out[i]
+		switch rule {
+		case "deny":
+			return appendMessage(&d.Deny, a.Elem(2).Value)
+		case "warn":
+			return appendMessage(&d.Warn, a.Elem(2).Value)
+		case "patch":
+			op, err := ast.JSON(a.Elem(2).Value)
+			if err != nil {
+				return err
+			}
+			d.Patch = append(d.Patch, op)
+			return nil
+		}
+		return fmt.Errorf("policy decisions: %s is not a decision rule", rule)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		sort.Strings(out[i].Deny)
+		sort.Strings(out[i].Warn)
+	}
+	return nil
+}
+
+// appendMessage appends v to msgs as messages shows it.
+func appendMessage(msgs *[]string, v ast.Value) error {
+	if s, ok := v.(ast.String); ok {
+		*msgs = append(*msgs, string(s))
+		return nil
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		return err
+	}
+	*msgs = append(*msgs, fmt.Sprint(x))
+	return nil
 }
 
 // patchOps are a patch set's operations, as JSON values.
@@ -189,19 +263,7 @@ func messages(policy, rule string, v ast.Value) ([]string, error) {
 		return []string{}, nil
 	}
 	out := make([]string, 0, set.Len())
-	var err error
-	set.Foreach(func(t *ast.Term) {
-		if s, ok := t.Value.(ast.String); ok {
-			out = append(out, string(s))
-			return
-		}
-		x, jerr := ast.JSON(t.Value)
-		if jerr != nil {
-			err = jerr
-			return
-		}
-		out = append(out, fmt.Sprint(x))
-	})
+	err := set.Iter(func(t *ast.Term) error { return appendMessage(&out, t.Value) })
 	if err != nil {
 		return nil, err
 	}
