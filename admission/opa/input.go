@@ -3,6 +3,8 @@ package opa
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -125,8 +127,60 @@ func envelope(f *fields) [][2]*ast.Term {
 	return items
 }
 
-// userInfo is u as the AdmissionReview's userInfo.
+// userInfo is u as the AdmissionReview's userInfo. The terms of users
+// without extra are made once and shared, as gvk's are: most requests come
+// from a few users, and a user's term is a dozen allocations. A user with
+// extra (a ServiceAccount token bound to a pod) gets a term of its own.
 func userInfo(u user.Info) *ast.Term {
+	if len(u.GetExtra()) > 0 {
+		return userInfoTerm(u)
+	}
+	name, uid, groups := u.GetName(), u.GetUID(), u.GetGroups()
+	var h maphash.Hash
+	h.SetSeed(userTerms.seed)
+	h.WriteString(name)
+	h.WriteByte(0)
+	h.WriteString(uid)
+	for _, g := range groups {
+		h.WriteByte(0)
+		h.WriteString(g)
+	}
+	key := h.Sum64()
+	userTerms.mu.RLock()
+	e, ok := userTerms.m[key]
+	userTerms.mu.RUnlock()
+	if ok && e.name == name && e.uid == uid && slices.Equal(e.groups, groups) {
+		return e.term
+	}
+	t := userInfoTerm(u)
+	userTerms.mu.Lock()
+	if len(userTerms.m) < maxUserTerms {
+		userTerms.m[key] = userTerm{name: name, uid: uid, groups: slices.Clone(groups), term: t}
+	}
+	userTerms.mu.Unlock()
+	return t
+}
+
+// userTerms are the userInfo terms of users without extra, by a hash of
+// their name, uid and groups, up to maxUserTerms of them: past that, a
+// term is made for each request, so that ever new users cannot grow it
+// without end. A term is used only for the user it was made of.
+var userTerms = struct {
+	mu   sync.RWMutex
+	m    map[uint64]userTerm
+	seed maphash.Seed
+}{m: map[uint64]userTerm{}, seed: maphash.MakeSeed()}
+
+const maxUserTerms = 1024
+
+type userTerm struct {
+	name, uid string
+	groups    []string
+	term      *ast.Term
+}
+
+// userInfoTerm makes the term of userInfo(u).
+func userInfoTerm(u user.Info) *ast.Term {
 	items := make([][2]*ast.Term, 1, 4)
 	items[0] = item("username", stringTerm(u.GetName()))
 	if uid := u.GetUID(); uid != "" {

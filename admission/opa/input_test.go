@@ -2,6 +2,7 @@ package opa
 
 import (
 	"bytes"
+	"hash/maphash"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -187,5 +188,74 @@ func TestJSONValue(t *testing.T) {
 		if v, err := jsonValue([]byte(doc), allFields); err == nil {
 			t.Errorf("%q: got %v, want an error", doc, v)
 		}
+	}
+}
+
+// A request's userInfo is the user who made it, whatever users came
+// before: the shared term of a user is used only for that user, even
+// where another user's hash finds it, and a user with extra gets a term
+// of its own.
+func TestUserInfoIsTheRequestsUser(t *testing.T) {
+	want := func(u user.Info) *ast.Term {
+		t.Helper()
+		m := map[string]any{"username": u.GetName()}
+		if u.GetUID() != "" {
+			m["uid"] = u.GetUID()
+		}
+		if len(u.GetGroups()) > 0 {
+			m["groups"] = u.GetGroups()
+		}
+		if len(u.GetExtra()) > 0 {
+			m["extra"] = u.GetExtra()
+		}
+		v, err := ast.InterfaceToValue(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ast.NewTerm(v)
+	}
+	alice := &user.DefaultInfo{Name: "alice", UID: "1", Groups: []string{"team"}}
+	aliceAdmin := &user.DefaultInfo{Name: "alice", UID: "1", Groups: []string{"team", "admins"}}
+	bob := &user.DefaultInfo{Name: "bob", Groups: []string{"team"}}
+	pod := &user.DefaultInfo{Name: "system:serviceaccount:team:app", Groups: []string{"system:serviceaccounts"}, Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"app-1"}}}
+	for _, u := range []user.Info{alice, aliceAdmin, bob, pod, alice, aliceAdmin, pod, bob} {
+		if got := userInfo(u); !got.Equal(want(u)) {
+			t.Errorf("userInfo of %s %v: %v", u.GetName(), u.GetGroups(), got)
+		}
+	}
+	if userInfo(alice) != userInfo(&user.DefaultInfo{Name: "alice", UID: "1", Groups: []string{"team"}}) {
+		t.Error("a user's term is not shared")
+	}
+	if userInfo(pod) == userInfo(pod) {
+		t.Error("a user with extra shares a term")
+	}
+
+	// bob's hash finds alice's term.
+	var h maphash.Hash
+	h.SetSeed(userTerms.seed)
+	h.WriteString("bob")
+	h.WriteByte(0)
+	h.WriteByte(0)
+	h.WriteString("team")
+	bobKey := h.Sum64()
+	t.Cleanup(func() {
+		userTerms.mu.Lock()
+		delete(userTerms.m, bobKey)
+		userTerms.mu.Unlock()
+	})
+	userTerms.mu.Lock()
+	userTerms.m[bobKey] = userTerms.m[func() uint64 {
+		var h maphash.Hash
+		h.SetSeed(userTerms.seed)
+		h.WriteString("alice")
+		h.WriteByte(0)
+		h.WriteString("1")
+		h.WriteByte(0)
+		h.WriteString("team")
+		return h.Sum64()
+	}()]
+	userTerms.mu.Unlock()
+	if got := userInfo(bob); !got.Equal(want(bob)) {
+		t.Errorf("userInfo of bob, whose hash finds alice's term: %v", got)
 	}
 }
