@@ -1,12 +1,11 @@
 package opa
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -200,18 +199,13 @@ func userInfoTerm(u user.Info) *ast.Term {
 }
 
 // objectValue is obj as the API serves it in JSON, as an AST object, with
-// what f reads of it: its JSON encoding read straight into AST values,
-// which costs a third of converting it to unstructured maps first.
+// what f reads of it (see valueTerm).
 func objectValue(obj runtime.Object, f *fields) (ast.Object, error) {
-	doc, err := json.Marshal(obj)
+	t, err := valueTerm(reflect.ValueOf(obj), f)
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonValue(doc, f)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(ast.Object)
+	m, ok := t.Value.(ast.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a JSON object", obj)
 	}
@@ -244,40 +238,48 @@ func item(key string, value *ast.Term) [2]*ast.Term {
 
 // gvk is k as a term. The terms of the kinds requests name are made once
 // and shared, as stringTerm's are.
-func gvk(k schema.GroupVersionKind) *ast.Term {
-	return gvTerms.get(k, func() *ast.Term {
-		return ast.ObjectTerm(item("group", stringTerm(k.Group)), item("version", stringTerm(k.Version)), item("kind", stringTerm(k.Kind)))
-	})
+func gvk(k schema.GroupVersionKind) *ast.Term { return gvkTerms.get(k, gvkTerm) }
+
+func gvkTerm(k schema.GroupVersionKind) *ast.Term {
+	return ast.ObjectTerm(item("group", stringTerm(k.Group)), item("version", stringTerm(k.Version)), item("kind", stringTerm(k.Kind)))
 }
 
 // gvr is r as a term, made once as gvk's are.
-func gvr(r schema.GroupVersionResource) *ast.Term {
-	return gvTerms.get(r, func() *ast.Term {
-		return ast.ObjectTerm(item("group", stringTerm(r.Group)), item("version", stringTerm(r.Version)), item("resource", stringTerm(r.Resource)))
-	})
+func gvr(r schema.GroupVersionResource) *ast.Term { return gvrTerms.get(r, gvrTerm) }
+
+func gvrTerm(r schema.GroupVersionResource) *ast.Term {
+	return ast.ObjectTerm(item("group", stringTerm(r.Group)), item("version", stringTerm(r.Version)), item("resource", stringTerm(r.Resource)))
 }
 
-// gvTerms are the terms of the kinds and resources of requests, up to
-// maxGVTerms of them: past that, a term is made for each request, so that
-// requests naming ever new kinds cannot grow it without end.
-var gvTerms termCache
+// gvkTerms and gvrTerms are the terms of the kinds and resources of
+// requests, up to maxGVTerms of each: past that, a term is made for each
+// request, so that requests naming ever new kinds cannot grow them
+// without end.
+var (
+	gvkTerms = termCache[schema.GroupVersionKind]{terms: map[schema.GroupVersionKind]*ast.Term{}}
+	gvrTerms = termCache[schema.GroupVersionResource]{terms: map[schema.GroupVersionResource]*ast.Term{}}
+)
 
 const maxGVTerms = 1024
 
-type termCache struct {
-	terms sync.Map // schema.GroupVersionKind or GroupVersionResource → *ast.Term
-	n     atomic.Int32
+type termCache[K comparable] struct {
+	mu    sync.RWMutex
+	terms map[K]*ast.Term
 }
 
-func (c *termCache) get(key any, build func() *ast.Term) *ast.Term {
-	if t, ok := c.terms.Load(key); ok {
-		return t.(*ast.Term)
+func (c *termCache[K]) get(key K, build func(K) *ast.Term) *ast.Term {
+	c.mu.RLock()
+	t, ok := c.terms[key]
+	c.mu.RUnlock()
+	if ok {
+		return t
 	}
-	t := build()
-	if c.n.Load() < maxGVTerms {
-		c.n.Add(1)
-		c.terms.Store(key, t)
+	t = build(key)
+	c.mu.Lock()
+	if len(c.terms) < maxGVTerms {
+		c.terms[key] = t
 	}
+	c.mu.Unlock()
 	return t
 }
 

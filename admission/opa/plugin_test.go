@@ -376,10 +376,11 @@ func TestNoPoliciesNoWork(t *testing.T) {
 	}
 }
 
-// unconvertible is an object the input builder cannot convert.
+// unconvertible is an object the input builder cannot convert: its data,
+// which every input holds, is a channel.
 type unconvertible struct {
 	metav1.TypeMeta
-	Ch chan int `json:"ch"`
+	Ch chan int `json:"data"`
 }
 
 func (u *unconvertible) DeepCopyObject() runtime.Object { return u }
