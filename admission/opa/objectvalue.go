@@ -25,13 +25,27 @@ import (
 // by precedence, a string that is not UTF-8) is marshalled by
 // encoding/json and read back, and so is exactly what the API serves.
 func valueTerm(v reflect.Value, f *fields) (*ast.Term, error) {
+	return walkValue(v, f, 0)
+}
+
+// maxDepth is how deep walkValue goes before it leaves the rest to
+// encoding/json, which tells a cycle of pointers, an error, from a deep
+// value: an object decoded from a request has no cycle, but one would
+// otherwise exhaust the stack.
+const maxDepth = 500
+
+func walkValue(v reflect.Value, f *fields, depth int) (*ast.Term, error) {
+	if depth > maxDepth {
+		return viaJSON(v, f)
+	}
+	depth++
 	p := planOf(v.Type())
 	switch p.shape {
 	case shapePointer:
 		if v.IsNil() {
 			return ast.NullTerm(), nil
 		}
-		return valueTerm(v.Elem(), f)
+		return walkValue(v.Elem(), f, depth)
 	case shapeString:
 		s := v.String()
 		if !utf8.ValidString(s) {
@@ -56,7 +70,7 @@ func valueTerm(v reflect.Value, f *fields) (*ast.Term, error) {
 		// An array is read whole, as jsonValue reads it.
 		elems := make([]*ast.Term, v.Len())
 		for i := range elems {
-			t, err := valueTerm(v.Index(i), allFields)
+			t, err := walkValue(v.Index(i), allFields, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -77,7 +91,7 @@ func valueTerm(v reflect.Value, f *fields) (*ast.Term, error) {
 			if sub == nil {
 				continue
 			}
-			t, err := valueTerm(it.Value(), sub)
+			t, err := walkValue(it.Value(), sub, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -96,7 +110,7 @@ func valueTerm(v reflect.Value, f *fields) (*ast.Term, error) {
 			if field.omitEmpty && isEmptyValue(fv) || field.omitZero && field.isZero(fv) {
 				continue
 			}
-			t, err := valueTerm(fv, sub)
+			t, err := walkValue(fv, sub, depth)
 			if err != nil {
 				return nil, err
 			}

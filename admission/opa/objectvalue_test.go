@@ -220,3 +220,21 @@ func sameAsJSON(t *testing.T, what string, v reflect.Value, f *fields) {
 		t.Errorf("%s: %v\nby way of JSON: %v", what, got, want)
 	}
 }
+
+// A cycle of pointers is an error, as encoding/json has it, not a stack
+// exhausted.
+func TestValueTermOfACycle(t *testing.T) {
+	type node struct {
+		Next *node `json:"next"`
+	}
+	n := &node{}
+	n.Next = n
+	if _, err := valueTerm(reflect.ValueOf(n), allFields); err == nil {
+		t.Error("a cycle of pointers gave a value")
+	}
+	deep := &node{}
+	for range maxDepth * 2 {
+		deep = &node{Next: deep}
+	}
+	sameAsJSON(t, "a deep value", reflect.ValueOf(deep), allFields)
+}
