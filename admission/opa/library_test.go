@@ -2,8 +2,11 @@ package opa
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,4 +100,50 @@ func BenchmarkLibrary(b *testing.B) {
 			b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds()), "p99-µs")
 		})
 	}
+}
+
+// Evaluations at once, which share the terms of users, kinds and
+// resources and the compiled policies, decide each as it does alone (run
+// with -race, they also show that nothing shared is written).
+func TestConcurrentEvaluations(t *testing.T) {
+	set, _ := library(t)
+	p, err := NewPlugin(set, DefaultTimeout, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type request struct {
+		attrs admission.Attributes
+		want  []Decision
+	}
+	var requests []request
+	for i, ns := range []string{"vault", "team", "default", "kube-system"} {
+		for j, u := range []*user.DefaultInfo{{Name: "alice", Groups: []string{"team"}}, {Name: "admin", Groups: []string{"trustplane:cluster-admins"}}} {
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d%d", i, j), Namespace: ns}, Data: map[string][]byte{"k": []byte("v")}}
+			attrs := admission.NewAttributesRecord(secret, nil, corev1.SchemeGroupVersion.WithKind("Secret"), ns, secret.Name, corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &metav1.CreateOptions{}, false, u)
+			_, want, err := p.eval(ctx, set, attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requests = append(requests, request{attrs, want})
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				r := requests[(g+i)%len(requests)]
+				_, got, err := p.eval(ctx, set, r.attrs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !reflect.DeepEqual(got, r.want) {
+					t.Errorf("%s/%s as %s: %+v, alone %+v", r.attrs.GetNamespace(), r.attrs.GetName(), r.attrs.GetUserInfo().GetName(), got, r.want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
