@@ -151,7 +151,7 @@ func userInfo(u user.Info) *ast.Term {
 	if ok && e.name == name && e.uid == uid && slices.Equal(e.groups, groups) {
 		return e.term
 	}
-	t := userInfoTerm(u)
+	t := shared(userInfoTerm(u))
 	userTerms.mu.Lock()
 	if len(userTerms.m) < maxUserTerms {
 		userTerms.m[key] = userTerm{name: name, uid: uid, groups: slices.Clone(groups), term: t}
@@ -274,12 +274,23 @@ func (c *termCache[K]) get(key K, build func(K) *ast.Term) *ast.Term {
 	if ok {
 		return t
 	}
-	t = build(key)
+	t = shared(build(key))
 	c.mu.Lock()
 	if len(c.terms) < maxGVTerms {
 		c.terms[key] = t
 	}
 	c.mu.Unlock()
+	return t
+}
+
+// shared is t, an object, made ready to be read by many evaluations at
+// once: OPA sorts an object's keys in place when it first iterates them
+// (under a sync.Once), and copies them without it (a with on the input
+// copies the input), so a term's keys are sorted before it is shared.
+func shared(t *ast.Term) *ast.Term {
+	if obj, ok := t.Value.(ast.Object); ok {
+		obj.Keys()
+	}
 	return t
 }
 

@@ -147,3 +147,50 @@ func TestConcurrentEvaluations(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The terms of users and kinds that evaluations share are not written by
+// them: a with on the input copies it, and an object's keys sorted in
+// place by one evaluation while another copies them would give it a
+// userInfo with a key twice. Run with -race, this fails if a shared term
+// is shared before its keys are sorted.
+func TestSharedTermsAreNotWritten(t *testing.T) {
+	set := compile(t, map[string]string{"p.rego": `package kubernetes.admission
+
+deny contains m if {
+	m := input.request.name with input.request.name as "mocked"
+}
+
+deny contains m if {
+	u := object.union_n([{"x": 1}, input.request.userInfo, input.request.kind])
+	m := sprintf("%d", [count(u)])
+}
+`})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				// A user and a kind no evaluation has seen, whose terms
+				// two goroutines make at once.
+				u := &user.DefaultInfo{Name: fmt.Sprintf("shared-%d", i), UID: "u", Groups: []string{"g"}}
+				kind := corev1.SchemeGroupVersion.WithKind(fmt.Sprintf("Shared%d", i))
+				attrs := admission.NewAttributesRecord(&corev1.ConfigMap{}, nil, kind, "team", "c", corev1.SchemeGroupVersion.WithResource("configmaps"), "", admission.Create, &metav1.CreateOptions{}, false, u)
+				in, err := set.Input(attrs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				decisions, err := set.Eval(ctx, in)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want := []string{"7", "mocked"}; !reflect.DeepEqual(decisions[0].Deny, want) {
+					t.Errorf("goroutine %d, request %d: %v, want %v", g, i, decisions[0].Deny, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

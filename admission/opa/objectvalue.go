@@ -199,6 +199,7 @@ var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 	zeroer        = reflect.TypeFor[interface{ IsZero() bool }]()
+	jsonNumber    = reflect.TypeFor[json.Number]()
 )
 
 // marshals reports whether encoding/json marshals t, or a t it can
@@ -209,7 +210,8 @@ func marshals(t reflect.Type) bool {
 }
 
 func makePlan(t reflect.Type) *plan {
-	if marshals(t) {
+	if marshals(t) || t == jsonNumber {
+		// encoding/json writes a json.Number as the number it holds.
 		return &plan{shape: shapeJSON}
 	}
 	switch t.Kind() {

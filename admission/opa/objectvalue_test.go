@@ -1,6 +1,7 @@
 package opa
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -170,6 +171,14 @@ func TestValueTermOfOddTypes(t *testing.T) {
 			Q resource.Quantity  `json:"q"`
 			P *resource.Quantity `json:"p"`
 		}{resource.MustParse("1.5Gi"), nil},
+		"json.Number": &struct {
+			N json.Number            `json:"a"`
+			E json.Number            `json:"t"`
+			M map[string]json.Number `json:"m"`
+		}{"12", "", map[string]json.Number{"x": "1.5e3"}},
+		"bad json.Number": &struct {
+			N json.Number `json:"a"`
+		}{"abc"},
 		// Read by both projections, and an error in both.
 		"channel": &struct {
 			C chan int `json:"a"`
