@@ -249,6 +249,9 @@ func (o *Options) Config(ctx context.Context, logger *slog.Logger) (*Config, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("admission policies in %s: %w", policyDir, err)
 	}
+	if err := policies.Unmerged(); err != nil {
+		logger.WarnContext(ctx, "admission policies evaluated rule by rule: their merged rules did not compile", "err", err)
+	}
 	replicate, err := opa.LoadReplication(filepath.Join(policyDir, opa.ReplicationFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("admission policies: %w", err)

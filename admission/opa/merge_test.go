@@ -3,6 +3,7 @@ package opa
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -138,14 +139,87 @@ func TestMergeThatDoesNotCompileIsLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, merged := d.mergeRules(ctx, compiler, served, policies, those); c == compiler || len(merged) != 1 {
-		t.Fatalf("two rules: %d merged modules", len(merged))
+	if c, merged, err := d.mergeRules(ctx, compiler, served, policies, those); c == compiler || len(merged) != 1 || err != nil {
+		t.Fatalf("two rules: %d merged modules, %v", len(merged), err)
 	}
 	served["conflict.rego"] = parse("conflict.rego", "package trustplane\n\nmerged[\"0\"] := 1\n")
 	if compiler, err = d.compileModules(ctx, served); err != nil {
 		t.Fatal(err)
 	}
-	if c, merged := d.mergeRules(ctx, compiler, served, policies, those); c != compiler || merged != nil {
-		t.Errorf("a merge that does not compile: %d merged modules", len(merged))
+	if c, merged, err := d.mergeRules(ctx, compiler, served, policies, those); c != compiler || merged != nil || err == nil {
+		t.Errorf("a merge that does not compile: %d merged modules, %v", len(merged), err)
+	}
+}
+
+// A body with a variable named as the merged rule would be, bound by =
+// (which the compiler does not rename), is merged all the same, under
+// another name.
+func TestMergedRuleNamedApartFromVariables(t *testing.T) {
+	set := compile(t, map[string]string{
+		"a.rego": "package kubernetes.admission\n\ndeny contains msg if {\n\tdecisions = [\"a\", input.request.name]\n\tmsg := concat(\" \", decisions)\n}\n",
+		"b.rego": "package kubernetes.admission\n\ndeny contains msg if {\n\tdecisions1 = \"b\"\n\tmsg := decisions1\n}\n",
+	})
+	if set.merged == 0 || set.Unmerged() != nil {
+		t.Fatalf("%d merged modules: %v", set.merged, set.Unmerged())
+	}
+	in := ast.MustInterfaceToValue(map[string]any{"request": map[string]any{"kind": map[string]any{"kind": "Secret"}, "operation": "CREATE", "name": "x"}})
+	got, err := set.Eval(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Decision{{Policy: "a", Enforcement: Deny, Deny: []string{"a x"}}, {Policy: "b", Enforcement: Deny, Deny: []string{"b"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// A policy may not read the merged modules: what it read would change
+// with the policies around it.
+func TestMergedModulesNotForPolicies(t *testing.T) {
+	for name, src := range map[string]string{
+		"ref":    "package kubernetes.admission\n\ndeny contains \"x\" if data.trustplane.merged[_]\n",
+		"import": "package kubernetes.admission\n\nimport data.trustplane.merged\n\ndeny contains \"x\" if merged\n",
+		"helper": "package lib\n\nm := data.trustplane.merged\n",
+	} {
+		_, err := Compile(context.Background(), map[string][]byte{name + ".rego": []byte(src)})
+		if err == nil || !strings.Contains(err.Error(), "data.trustplane.merged is the server's") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A body that can hold for every kind is copied into the merged rule of
+// each: past a bound, the kinds left are evaluated rule by rule, and
+// decide the same.
+func TestMergedBodiesBounded(t *testing.T) {
+	files := map[string]string{}
+	for i := range 60 {
+		files[fmt.Sprintf("k%d.rego", i)] = fmt.Sprintf("package kubernetes.admission\n\ndeny contains \"k%d\" if input.request.kind.kind == \"K%d\"\n", i, i)
+	}
+	for i := range 20 {
+		files[fmt.Sprintf("u%d.rego", i)] = fmt.Sprintf("package kubernetes.admission\n\ndeny contains \"u%d\" if input.request.name == \"n%d\"\n", i, i)
+	}
+	set := compile(t, files)
+	copied := 0
+	merged := map[*query]bool{}
+	for _, q := range set.byScope {
+		if q.merged && !merged[q] {
+			merged[q] = true
+			copied += len(q.results)
+		}
+	}
+	if len(merged) == 0 || len(merged) == len(set.byScope) || copied > mergeBudget*80 {
+		t.Errorf("%d of %d queries merged, %d bodies copied", len(merged), len(set.byScope), copied)
+	}
+	for i := range 60 {
+		in := ast.MustInterfaceToValue(map[string]any{"request": map[string]any{"kind": map[string]any{"kind": fmt.Sprintf("K%d", i)}, "operation": "CREATE", "name": fmt.Sprintf("n%d", i%20)}})
+		got, gotErr := set.Eval(context.Background(), in)
+		want, wantErr := set.eval(context.Background(), set.query, in)
+		if gotErr != nil || wantErr != nil {
+			t.Fatal(gotErr, wantErr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("K%d: decisions (-each rule +scoped):\n%s", i, diff)
+		}
 	}
 }

@@ -51,5 +51,8 @@ func (p *Plugin) Watch(ctx context.Context, data *Data, interval time.Duration, 
 			names = append(names, pol.Name)
 		}
 		p.logger.InfoContext(ctx, "admission policies reloaded", "policies", names)
+		if err := set.Unmerged(); err != nil {
+			p.logger.WarnContext(ctx, "admission policies evaluated rule by rule: their merged rules did not compile", "err", err)
+		}
 	}
 }

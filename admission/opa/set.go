@@ -69,14 +69,21 @@ type Set struct {
 	// source is the digest of the files the set was compiled from.
 	source [sha256.Size]byte
 	// merged is how many merged modules the queries of byScope
-	// evaluate (see mergedModule).
-	merged int
+	// evaluate (see mergedModule); unmerged, why there are none when
+	// they did not compile.
+	merged   int
+	unmerged error
 	// mutates: some policy has patch rules.
 	mutates bool
 	// data is what the policies read; while any of it is stale, Eval
 	// refuses.
 	data *Data
 }
+
+// Unmerged is why the set evaluates each decision rule on its own, not
+// one merged rule for each kind and operation: nil but when the merged
+// rules did not compile. The set decides the same either way.
+func (s *Set) Unmerged() error { return s.unmerged }
 
 // Policies are the set's policies, by name.
 func (s *Set) Policies() []Policy { return slices.Clone(s.policies) }
@@ -170,6 +177,16 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		if isTestFile(path) {
 			continue
 		}
+		var internal ast.Ref
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if internal == nil && r.HasPrefix(mergedData) {
+				internal = r
+			}
+			return false
+		})
+		if internal != nil {
+			return nil, fmt.Errorf("%s: %s: data.trustplane.merged is the server's, for no policy to read", internal[0].Location, internal)
+		}
 		if !m.Package.Path.Equal(admissionPackage) {
 			if m.Package.Path.HasPrefix(kubernetesData) || m.Package.Path.HasPrefix(trustplaneData) {
 				return nil, fmt.Errorf("%s: package %s: only policies (package kubernetes.admission) may define rules under data.kubernetes or data.trustplane, where they would be ignored or taken for another policy's", m.Package.Location, m.Package.Path)
@@ -251,7 +268,8 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 			those[[2]string{kind, op}] = rules
 		}
 	}
-	compiler, merged := d.mergeRules(ctx, compiler, served, policies, those)
+	var merged map[string]*ast.Module
+	compiler, merged, set.unmerged = d.mergeRules(ctx, compiler, served, policies, those)
 	set.merged = len(merged)
 	// object.get is OPA's unless a module replaces it.
 	getReads := !replaced(compiler, ast.ObjectGet.Name)
@@ -282,7 +300,7 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		if !ok {
 			if m := merged[key]; m != nil {
 				_, results := decisionQuery(policies, rules)
-				if q, err = prepare(fmt.Sprintf("%s := %s", decisionsVar, m.Package.Path.Append(ast.StringTerm(mergedRule))), results); err == nil {
+				if q, err = prepare(fmt.Sprintf("%s := %s", decisionsVar, m.Package.Path.Append(ast.StringTerm(string(m.Rules[0].Head.Name)))), results); err == nil {
 					q.merged = true
 				}
 			} else {
@@ -306,28 +324,52 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 // operation then evaluates one rule: OPA's evaluation of a rule costs
 // about 2 µs beyond its bodies' (the lookup of its bodies in the rule
 // index, its cache), a fifth of a Secret create's evaluation with the
-// shipped library. The merge is a saving, not a need: should the merged
-// modules not compile, there is none, and the queries evaluate each rule.
-func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served map[string]*ast.Module, policies []Policy, those map[[2]string][]ruleRef) (*ast.Compiler, map[string]*ast.Module) {
-	merged := map[string]*ast.Module{}
-	modules := maps.Clone(served)
+// shipped library. A body that can hold for many kinds is copied into
+// many merged rules: the copies are bounded by mergeBudget times the
+// decision rules' bodies, and the sets of rules past it, in the order of
+// their keys, are evaluated rule by rule. The merge is a saving, not a
+// need: should the merged modules not compile, there is none, and the
+// error says why.
+func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served map[string]*ast.Module, policies []Policy, those map[[2]string][]ruleRef) (*ast.Compiler, map[string]*ast.Module, error) {
+	sets := map[string][]ruleRef{}
+	bodies := 0
 	for _, rules := range those {
-		key := fmt.Sprint(rules)
-		if len(rules) > 1 && merged[key] == nil {
-			m := mergedModule(compiler, policies, rules, len(merged))
-			merged[key] = m
-			modules[m.Package.Location.File] = m
+		if len(rules) > 1 {
+			sets[fmt.Sprint(rules)] = rules
 		}
 	}
+	for _, p := range policies {
+		for _, r := range compiler.Modules[p.File].Rules {
+			if slices.Contains(p.rules, ruleName(r)) {
+				bodies++
+			}
+		}
+	}
+	merged := map[string]*ast.Module{}
+	modules := maps.Clone(served)
+	copied := 0
+	for _, key := range slices.Sorted(maps.Keys(sets)) {
+		m := mergedModule(compiler, policies, sets[key], len(merged))
+		if copied+len(m.Rules) > mergeBudget*bodies {
+			continue
+		}
+		copied += len(m.Rules)
+		merged[key] = m
+		modules[m.Package.Location.File] = m
+	}
 	if len(merged) == 0 {
-		return compiler, nil
+		return compiler, nil, nil
 	}
 	c, err := d.compileModules(ctx, modules)
 	if err != nil {
-		return compiler, nil
+		return compiler, nil, err
 	}
-	return c, merged
+	return c, merged, nil
 }
+
+// mergeBudget bounds the bodies mergeRules copies, as a multiple of the
+// decision rules' bodies.
+const mergeBudget = 8
 
 // compileModules compiles modules, as rego does for a query.
 func (d *Data) compileModules(ctx context.Context, modules map[string]*ast.Module) (*ast.Compiler, error) {
@@ -345,8 +387,12 @@ func (d *Data) compileModules(ctx context.Context, modules map[string]*ast.Modul
 	return c, nil
 }
 
-// mergedRule is the rule of a merged module.
+// mergedRule is the name of a merged module's rule, unless a body it
+// holds has a variable of that name, which the rule would then be.
 const mergedRule = "decisions"
+
+// mergedData is where the merged modules are.
+var mergedData = ast.MustParseRef("data.trustplane.merged")
 
 // mergedModule is a module of one rule, decisions, with every body of the
 // decision rules which, as c compiled them: [policy, rule, value] for
@@ -357,19 +403,25 @@ func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int) *a
 	file := fmt.Sprintf("trustplane-merged-%d", n)
 	path := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("merged"), ast.StringTerm(strconv.Itoa(n))}
 	m := &ast.Module{Package: &ast.Package{Path: path, Location: &ast.Location{File: file}}}
+	taken := map[ast.Var]bool{}
 	for _, r := range which {
 		for _, rule := range c.Modules[policies[r.policy].File].Rules {
 			if ruleName(rule) != r.rule {
 				continue
 			}
 			key := ast.ArrayTerm(ast.IntNumberTerm(r.policy), ast.StringTerm(r.rule), rule.Head.Key.Copy())
-			m.Rules = append(m.Rules, &ast.Rule{
-				Head:     ast.NewHead(ast.Var(mergedRule), key),
-				Body:     rule.Body.Copy(),
-				Module:   m,
-				Location: rule.Location,
-			})
+			body := rule.Body.Copy()
+			ast.WalkVars(key, func(v ast.Var) bool { taken[v] = true; return false })
+			ast.WalkVars(body, func(v ast.Var) bool { taken[v] = true; return false })
+			m.Rules = append(m.Rules, &ast.Rule{Head: &ast.Head{Key: key}, Body: body, Module: m, Location: rule.Location})
 		}
+	}
+	name := ast.Var(mergedRule)
+	for i := 1; taken[name]; i++ {
+		name = ast.Var(fmt.Sprintf("%s%d", mergedRule, i))
+	}
+	for _, r := range m.Rules {
+		r.Head = ast.NewHead(name, r.Head.Key)
 	}
 	return m
 }
