@@ -185,7 +185,11 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 			return false
 		})
 		if internal != nil {
-			return nil, fmt.Errorf("%s: %s: data.trustplane.merged is the server's, for no policy to read", internal[0].Location, internal)
+			at := m.Package.Location
+			if loc := internal[0].Location; loc != nil {
+				at = loc
+			}
+			return nil, fmt.Errorf("%s: %s: data.trustplane.merged is the server's, for no policy to read", at, internal)
 		}
 		if !m.Package.Path.Equal(admissionPackage) {
 			if m.Package.Path.HasPrefix(kubernetesData) || m.Package.Path.HasPrefix(trustplaneData) {
@@ -332,16 +336,18 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 // error says why.
 func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served map[string]*ast.Module, policies []Policy, those map[[2]string][]ruleRef) (*ast.Compiler, map[string]*ast.Module, error) {
 	sets := map[string][]ruleRef{}
-	bodies := 0
 	for _, rules := range those {
 		if len(rules) > 1 {
 			sets[fmt.Sprint(rules)] = rules
 		}
 	}
-	for _, p := range policies {
+	bodies := map[ruleRef]int{}
+	total := 0
+	for i, p := range policies {
 		for _, r := range compiler.Modules[p.File].Rules {
-			if slices.Contains(p.rules, ruleName(r)) {
-				bodies++
+			if n := ruleName(r); slices.Contains(p.rules, n) {
+				bodies[ruleRef{i, n}]++
+				total++
 			}
 		}
 	}
@@ -349,11 +355,15 @@ func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served ma
 	modules := maps.Clone(served)
 	copied := 0
 	for _, key := range slices.Sorted(maps.Keys(sets)) {
-		m := mergedModule(compiler, policies, sets[key], len(merged))
-		if copied+len(m.Rules) > mergeBudget*bodies {
+		n := 0
+		for _, r := range sets[key] {
+			n += bodies[r]
+		}
+		if copied+n > mergeBudget*total {
 			continue
 		}
-		copied += len(m.Rules)
+		copied += n
+		m := mergedModule(compiler, policies, sets[key], len(merged))
 		merged[key] = m
 		modules[m.Package.Location.File] = m
 	}
@@ -394,11 +404,13 @@ const mergedRule = "decisions"
 // mergedData is where the merged modules are.
 var mergedData = ast.MustParseRef("data.trustplane.merged")
 
-// mergedModule is a module of one rule, decisions, with every body of the
+// mergedModule is a module of one rule, named mergedRule unless one of
+// its bodies has a variable of that name, with every body of the
 // decision rules which, as c compiled them: [policy, rule, value] for
 // each value one of them holds, where policy is the index of its policy
 // in policies. It is the n-th merged module of a set, in a package of
-// its own under data.trustplane, where no policy may define a rule.
+// its own under data.trustplane.merged, where no policy may define a
+// rule or read.
 func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int) *ast.Module {
 	file := fmt.Sprintf("trustplane-merged-%d", n)
 	path := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("merged"), ast.StringTerm(strconv.Itoa(n))}
