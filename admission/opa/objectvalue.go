@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,7 +292,7 @@ func structFields(t reflect.Type, index []int) ([]structField, bool) {
 			name = ""
 		}
 		options := strings.Split(opts, ",")
-		if opts != "" && contains(options, "string") {
+		if slices.Contains(options, "string") {
 			return nil, false
 		}
 		at := append(append([]int(nil), index...), i)
@@ -306,22 +307,13 @@ func structFields(t reflect.Type, index []int) ([]structField, bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		f := structField{name: name, index: at, omitEmpty: contains(options, "omitempty"), omitZero: contains(options, "omitzero")}
+		f := structField{name: name, index: at, omitEmpty: slices.Contains(options, "omitempty"), omitZero: slices.Contains(options, "omitzero")}
 		if f.omitZero {
 			f.isZero = isZeroFunc(sf.Type)
 		}
 		out = append(out, f)
 	}
 	return out, true
-}
-
-func contains(options []string, o string) bool {
-	for _, x := range options {
-		if x == o {
-			return true
-		}
-	}
-	return false
 }
 
 // validTagName is encoding/json's test of a name in a json tag.
