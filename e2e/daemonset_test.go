@@ -316,7 +316,11 @@ func TestDaemonSet(t *testing.T) {
 	}
 	w.check(t)
 
-	// A pod it no longer selects is released, and replaced.
+	// A pod it no longer selects is released, and replaced. Its
+	// replacement must be younger to the second, creation times'
+	// resolution, for the adoption below: of two pods created within one
+	// second, the controller keeps the first by name, as kube does.
+	time.Sleep(time.Until(pods["n7"].CreationTimestamp.Add(time.Second)))
 	released := pods["n7"].Name
 	if _, err := admin.CoreV1().Pods(ns).Patch(ctx, released, types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"app":"released"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
