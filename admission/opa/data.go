@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -93,8 +94,10 @@ func (d *Data) Applied(resource string, rev int64) {
 }
 
 // catchUp waits until every replicated resource's data has the server's
-// last answered write to it, or ctx is done.
-func (d *Data) catchUp(ctx context.Context) error {
+// last answered write to it, or ctx is done, or deadline has passed if it
+// is not zero.
+func (d *Data) catchUp(ctx context.Context, deadline time.Time) error {
+	var expired <-chan time.Time
 	for {
 		d.mu.Lock()
 		behind := false
@@ -111,9 +114,16 @@ func (d *Data) catchUp(ctx context.Context) error {
 		if !behind {
 			return nil
 		}
+		if expired == nil && !deadline.IsZero() {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			expired = t.C
+		}
 		select {
 		case <-advanced:
 		case <-ctx.Done():
+			return errBehind
+		case <-expired:
 			return errBehind
 		}
 	}

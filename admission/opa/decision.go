@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Decision is what one policy says of a request.
@@ -24,28 +24,36 @@ type Decision struct {
 
 // Eval evaluates every policy of the set against input, an AdmissionReview
 // as an AST value. A policy whose rules are not sets is an error: a caller
-// must then refuse the request.
+// must then refuse the request. The evaluation stops when ctx is done.
 func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
-	return s.eval(ctx, s.queryFor(input), input)
+	return s.eval(ctx, s.queryFor(input), input, 0)
 }
 
-// eval is Eval with the query q.
-func (s *Set) eval(ctx context.Context, q *query, input ast.Value) ([]Decision, error) {
+// eval is Eval with the query q, stopped after timeout too if it is
+// positive, with errTimedOut.
+func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.Duration) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
-	if err := s.data.catchUp(ctx); err != nil {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if err := s.data.catchUp(ctx, deadline); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var left time.Duration
+	if timeout > 0 {
+		if left = time.Until(deadline); left <= 0 {
+			return nil, errTimedOut
+		}
+	}
 	growStack(false)
-	// The evaluation stops when ctx is done. OPA would otherwise start a
-	// goroutine per evaluation to watch ctx.
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	defer stop()
+	cancel := startCancel(ctx, left)
+	defer cancel.release()
 	cache := getVirtualCache()
 	defer putVirtualCache(cache)
 	rs, err := q.prepared.Eval(ctx,
@@ -59,6 +67,9 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value) ([]Decision, 
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
 	)
 	if err != nil {
+		if cancel.timedOut.Load() {
+			return nil, errTimedOut
+		}
 		return nil, err
 	}
 	if len(rs) != 1 {

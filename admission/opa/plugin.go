@@ -179,9 +179,7 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	decisions, err := set.Eval(ctx, input)
+	decisions, err := set.eval(ctx, set.queryFor(input), input, p.timeout)
 	if err == nil {
 		return input, decisions, nil
 	}
@@ -193,7 +191,7 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	case errors.Is(err, errBehind):
 		p.logger.WarnContext(ctx, "rego admission: the policies' data did not catch up with the server's writes within the timeout; refusing", "timeout", p.timeout.String())
 		return nil, nil, admission.NewForbidden(a, errors.New("the admission policies' data is catching up with a recent write; try again"))
-	case ctx.Err() != nil:
+	case errors.Is(err, errTimedOut) || ctx.Err() != nil:
 		p.logger.ErrorContext(ctx, "rego admission: evaluation timed out", "timeout", p.timeout.String())
 		return nil, nil, admission.NewForbidden(a, fmt.Errorf("the admission policies were not evaluated within %s", p.timeout))
 	case errors.As(err, &te):
