@@ -3,6 +3,7 @@ package opa
 import (
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -126,15 +127,41 @@ func envelope(f *fields) [][2]*ast.Term {
 	return items
 }
 
-// userInfo is u as the AdmissionReview's userInfo. The terms of users
-// without extra are made once and shared, as gvk's are: most requests come
-// from a few users, and a user's term is a dozen allocations. A user with
-// extra (a ServiceAccount token bound to a pod) gets a term of its own.
+// userInfo is u as the AdmissionReview's userInfo. Users' terms are made
+// once and shared, as gvk's are: most requests come from a few users, and
+// a user's term is a dozen allocations. A client certificate's user has
+// extra too (its credential ID), as has a ServiceAccount token's.
 func userInfo(u user.Info) *ast.Term {
-	if len(u.GetExtra()) > 0 {
-		return userInfoTerm(u)
+	name, uid, groups, extra := u.GetName(), u.GetUID(), u.GetGroups(), u.GetExtra()
+	key := userKey(name, uid, groups, extra)
+	userTerms.mu.RLock()
+	e, ok := userTerms.m[key]
+	userTerms.mu.RUnlock()
+	if ok && e.name == name && e.uid == uid && slices.Equal(e.groups, groups) && maps.EqualFunc(e.extra, extra, slices.Equal) {
+		return e.term
 	}
-	name, uid, groups := u.GetName(), u.GetUID(), u.GetGroups()
+	t := shared(userInfoTerm(u))
+	e = userTerm{name: name, uid: uid, groups: slices.Clone(groups), extra: make(map[string][]string, len(extra)), term: t}
+	for k, v := range extra {
+		e.extra[k] = slices.Clone(v)
+	}
+	userTerms.mu.Lock()
+	if len(userTerms.m) >= maxUserTerms {
+		// Full: one user's term goes, whichever the map's order gives,
+		// so that new users are kept too.
+		for k := range userTerms.m {
+			delete(userTerms.m, k)
+			break
+		}
+	}
+	userTerms.m[key] = e
+	userTerms.mu.Unlock()
+	return t
+}
+
+// userKey is the key of a user's term in userTerms: a seeded hash of its
+// name, uid, groups and extra, extra's entries in any order.
+func userKey(name, uid string, groups []string, extra map[string][]string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(userTerms.seed)
 	h.WriteString(name)
@@ -145,25 +172,20 @@ func userInfo(u user.Info) *ast.Term {
 		h.WriteString(g)
 	}
 	key := h.Sum64()
-	userTerms.mu.RLock()
-	e, ok := userTerms.m[key]
-	userTerms.mu.RUnlock()
-	if ok && e.name == name && e.uid == uid && slices.Equal(e.groups, groups) {
-		return e.term
+	for k, vs := range extra {
+		h.Reset()
+		h.WriteString(k)
+		for _, v := range vs {
+			h.WriteByte(0)
+			h.WriteString(v)
+		}
+		key += h.Sum64()
 	}
-	t := shared(userInfoTerm(u))
-	userTerms.mu.Lock()
-	if len(userTerms.m) < maxUserTerms {
-		userTerms.m[key] = userTerm{name: name, uid: uid, groups: slices.Clone(groups), term: t}
-	}
-	userTerms.mu.Unlock()
-	return t
+	return key
 }
 
-// userTerms are the userInfo terms of users without extra, by a hash of
-// their name, uid and groups, up to maxUserTerms of them: past that, a
-// term is made for each request, so that ever new users cannot grow it
-// without end. A term is used only for the user it was made of.
+// userTerms are the userInfo terms of users, by userKey, up to
+// maxUserTerms of them. A term is used only for the user it was made of.
 var userTerms = struct {
 	mu   sync.RWMutex
 	m    map[uint64]userTerm
@@ -175,6 +197,7 @@ const maxUserTerms = 1024
 type userTerm struct {
 	name, uid string
 	groups    []string
+	extra     map[string][]string
 	term      *ast.Term
 }
 

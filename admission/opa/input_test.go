@@ -2,7 +2,7 @@ package opa
 
 import (
 	"bytes"
-	"hash/maphash"
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -193,8 +193,8 @@ func TestJSONValue(t *testing.T) {
 
 // A request's userInfo is the user who made it, whatever users came
 // before: the shared term of a user is used only for that user, even
-// where another user's hash finds it, and a user with extra gets a term
-// of its own.
+// where another user's key finds it, and users told apart only by extra
+// get terms of their own.
 func TestUserInfoIsTheRequestsUser(t *testing.T) {
 	want := func(u user.Info) *ast.Term {
 		t.Helper()
@@ -226,36 +226,48 @@ func TestUserInfoIsTheRequestsUser(t *testing.T) {
 	if userInfo(alice) != userInfo(&user.DefaultInfo{Name: "alice", UID: "1", Groups: []string{"team"}}) {
 		t.Error("a user's term is not shared")
 	}
-	if userInfo(pod) == userInfo(pod) {
-		t.Error("a user with extra shares a term")
+	if userInfo(pod) != userInfo(pod) {
+		t.Error("a user with extra does not share a term")
+	}
+	// Extra tells users apart: another pod of the ServiceAccount, or the
+	// same extra under another key.
+	otherPod := &user.DefaultInfo{Name: pod.Name, Groups: pod.Groups, Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"app-2"}}}
+	otherKey := &user.DefaultInfo{Name: pod.Name, Groups: pod.Groups, Extra: map[string][]string{"authentication.kubernetes.io/node-name": {"app-1"}}}
+	for _, u := range []user.Info{otherPod, otherKey, pod} {
+		if got := userInfo(u); !got.Equal(want(u)) {
+			t.Errorf("userInfo of %s %v: %v", u.GetName(), u.GetExtra(), got)
+		}
 	}
 
-	// bob's hash finds alice's term.
-	var h maphash.Hash
-	h.SetSeed(userTerms.seed)
-	h.WriteString("bob")
-	h.WriteByte(0)
-	h.WriteByte(0)
-	h.WriteString("team")
-	bobKey := h.Sum64()
+	// bob's key finds alice's term.
+	bobKey := userKey("bob", "", []string{"team"}, nil)
 	t.Cleanup(func() {
 		userTerms.mu.Lock()
 		delete(userTerms.m, bobKey)
 		userTerms.mu.Unlock()
 	})
 	userTerms.mu.Lock()
-	userTerms.m[bobKey] = userTerms.m[func() uint64 {
-		var h maphash.Hash
-		h.SetSeed(userTerms.seed)
-		h.WriteString("alice")
-		h.WriteByte(0)
-		h.WriteString("1")
-		h.WriteByte(0)
-		h.WriteString("team")
-		return h.Sum64()
-	}()]
+	userTerms.m[bobKey] = userTerms.m[userKey("alice", "1", []string{"team"}, nil)]
 	userTerms.mu.Unlock()
 	if got := userInfo(bob); !got.Equal(want(bob)) {
 		t.Errorf("userInfo of bob, whose hash finds alice's term: %v", got)
+	}
+}
+
+// Once userTerms is full, new users' terms are still kept: one of the
+// others goes.
+func TestUserTermsFull(t *testing.T) {
+	for i := range maxUserTerms + 10 {
+		userInfo(&user.DefaultInfo{Name: fmt.Sprintf("user-%d", i)})
+	}
+	userTerms.mu.RLock()
+	n := len(userTerms.m)
+	userTerms.mu.RUnlock()
+	if n > maxUserTerms {
+		t.Errorf("%d users' terms kept, more than %d", n, maxUserTerms)
+	}
+	last := &user.DefaultInfo{Name: fmt.Sprintf("user-%d", maxUserTerms+9)}
+	if userInfo(last) != userInfo(last) {
+		t.Error("a new user's term is not kept once the cache is full")
 	}
 }
