@@ -157,13 +157,15 @@ test_secrets_size_no_data_in_messages if {
 }
 
 # secrets_size_may_exceed's bounds are written out, a half and an eighth
-# of the limit (see there): a Secret whose data, or whose stringData, takes
-# one character more in JSON than its share must reach the byte count.
+# of the limit (see there): a Secret whose data, or whose stringData, has
+# one character more than its share must reach the byte count, and one
+# within its share need not.
 test_secrets_size_bounds_follow_the_limit if {
-	data_text := secrets_size_test_zeros((secrets_size_limit_bytes / 2) - 7)
-	count(json.marshal({"b": data_text})) == (secrets_size_limit_bytes / 2) + 1
-	secrets_size_may_exceed with input as {"request": {"object": {"data": {"b": data_text}}}}
-	string_text := secrets_size_test_zeros((secrets_size_limit_bytes / 8) - 7)
-	count(json.marshal({"b": string_text})) == (secrets_size_limit_bytes / 8) + 1
-	secrets_size_may_exceed with input as {"request": {"object": {"stringData": {"b": string_text}}}}
+	data_text := secrets_size_test_zeros((secrets_size_limit_bytes / 2) + 1)
+	secrets_size_may_exceed with input as {"request": {"object": {"data": {"a": "0", "b": substring(data_text, 1, -1)}}}}
+	not secrets_size_may_exceed with input as {"request": {"object": {"data": {"a": "", "b": substring(data_text, 1, -1)}}}}
+	not secrets_size_may_exceed with input as {"request": {"object": {"data": {"a": 40000, "b": substring(data_text, 1, -1)}}}}
+	string_text := secrets_size_test_zeros((secrets_size_limit_bytes / 8) + 1)
+	secrets_size_may_exceed with input as {"request": {"object": {"stringData": {"a": "0", "b": substring(string_text, 1, -1)}}}}
+	not secrets_size_may_exceed with input as {"request": {"object": {"stringData": {"a": "", "b": substring(string_text, 1, -1)}}}}
 }
