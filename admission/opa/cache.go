@@ -19,6 +19,8 @@ type virtualCache struct {
 	// a ref copied into a slice of its own cost an allocation per rule
 	// cached, 17 of an evaluation's ~320 for a Secret create.
 	refTerms []*ast.Term
+	// base is the evaluation's cache of what it read of the store.
+	base baseCache
 }
 
 type cacheEntry struct {
@@ -52,6 +54,9 @@ func putVirtualCache(c *virtualCache) {
 	clear(c.refTerms)
 	c.frames, c.refTerms = c.frames[:1], c.refTerms[:0]
 	c.frames[0] = c.frames[0][:0]
+	clear(c.base.entries)
+	clear(c.base.refTerms)
+	c.base.entries, c.base.refTerms = c.base.entries[:0], c.base.refTerms[:0]
 	virtualCaches.Put(c)
 }
 
@@ -108,4 +113,60 @@ func (c *virtualCache) find(ref ast.Ref, hash int) *cacheEntry {
 		}
 	}
 	return nil
+}
+
+// baseCache is what an evaluation read of the store, by ref (OPA's
+// topdown.BaseCache), kept with the virtual cache, for the same reasons:
+// OPA's own is a trie with a hash map per level of each ref read
+// (data.kubernetes.namespaces.<namespace>.metadata.labels.<label>), a
+// kilobyte and a dozen allocations of a Secret create's evaluation, which
+// reads three such refs.
+type baseCache struct {
+	entries  []baseEntry
+	refTerms []*ast.Term
+}
+
+type baseEntry struct {
+	ref   ast.Ref
+	value ast.Value
+}
+
+var _ topdown.BaseCache = (*baseCache)(nil)
+
+// Get is what is under ref in the value read at the shortest ref cached
+// that ref starts with, as in OPA's: nil if none is cached, or it has
+// nothing there.
+func (c *baseCache) Get(ref ast.Ref) ast.Value {
+	var e *baseEntry
+	for i := range c.entries {
+		if (e == nil || len(c.entries[i].ref) < len(e.ref)) && ref.HasPrefix(c.entries[i].ref) {
+			e = &c.entries[i]
+		}
+	}
+	if e == nil {
+		return nil
+	}
+	if len(e.ref) == len(ref) {
+		return e.value
+	}
+	v, err := e.value.Find(ref[len(e.ref):])
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// Put caches value, read at ref.
+func (c *baseCache) Put(ref ast.Ref, value ast.Value) {
+	for i := range c.entries {
+		if c.entries[i].ref.Equal(ref) {
+			c.entries[i].value = value
+			return
+		}
+	}
+	// Copied, and capped, as the virtual cache's refs are.
+	start := len(c.refTerms)
+	c.refTerms = append(c.refTerms, ref...)
+	own := ast.Ref(c.refTerms[start:len(c.refTerms):len(c.refTerms)])
+	c.entries = append(c.entries, baseEntry{ref: own, value: value})
 }

@@ -1,6 +1,7 @@
 package opa
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -44,5 +45,39 @@ func TestVirtualCache(t *testing.T) {
 	check(ab, one, false)
 	if keys := c.Keys(); len(keys) != 3 {
 		t.Errorf("Keys %v, want 3", keys)
+	}
+}
+
+// The base cache answers as OPA's: under the shortest ref cached that a
+// ref starts with, nothing for a ref none starts with, and keeps its own
+// copy of a ref.
+func TestBaseCache(t *testing.T) {
+	var c baseCache
+	ns, labels := ast.MustParseRef(`data.kubernetes.namespaces.team`), ast.MustParseRef(`data.kubernetes.namespaces.team.metadata.labels`)
+	team := ast.MustParseTerm(`{"metadata": {"labels": {"env": "prod"}}}`).Value
+	check := func(ref string, want ast.Value) {
+		t.Helper()
+		got := c.Get(ast.MustParseRef(ref))
+		if (got == nil) != (want == nil) || got != nil && got.Compare(want) != 0 {
+			t.Errorf("Get(%s) = %v, want %v", ref, got, want)
+		}
+	}
+	check(`data.kubernetes.namespaces.team`, nil)
+	c.Put(labels, ast.MustParseTerm(`{"env": "dev"}`).Value)
+	check(`data.kubernetes.namespaces.team`, nil) // a prefix of a cached ref is not cached
+	check(`data.kubernetes.namespaces.team.metadata.labels.env`, ast.String("dev"))
+	reused := slices.Clone(ns)
+	c.Put(reused, team)
+	reused[3] = ast.StringTerm("other")
+	check(`data.kubernetes.namespaces.team`, team)
+	check(`data.kubernetes.namespaces.other`, nil)
+	// The shorter ref's value answers for the longer.
+	check(`data.kubernetes.namespaces.team.metadata.labels.env`, ast.String("prod"))
+	check(`data.kubernetes.namespaces.team.metadata.annotations`, nil)
+	check(`data.kubernetes.namespaces.team.metadata.labels.env.x`, nil)
+	c.Put(ns, ast.MustParseTerm(`{"metadata": {}}`).Value)
+	check(`data.kubernetes.namespaces.team.metadata`, ast.MustParseTerm(`{}`).Value)
+	if len(c.entries) != 2 {
+		t.Errorf("%d entries, want 2: a ref put again replaces its value", len(c.entries))
 	}
 }

@@ -62,6 +62,7 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 		// Nothing reads the evaluation's metrics.
 		rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalVirtualCache(cache),
+		rego.EvalBaseCache(&cache.base),
 		// The decisions are read as AST values, not converted to Go
 		// values first.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
