@@ -9,7 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Decision is what one policy says of a request.
@@ -56,25 +56,12 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 	defer cancel.release()
 	cache := getVirtualCache()
 	defer putVirtualCache(cache)
-	rs, err := q.prepared.Eval(ctx,
-		rego.EvalParsedInput(input),
-		rego.EvalExternalCancel(cancel),
-		// Nothing reads the evaluation's metrics.
-		rego.EvalMetrics(metrics.NoOp()),
-		rego.EvalVirtualCache(cache),
-		rego.EvalBaseCache(&cache.base),
-		// The decisions are read as AST values, not converted to Go
-		// values first.
-		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
-	)
+	value, err := q.run(ctx, input, cancel, cache)
 	if err != nil {
 		if cancel.timedOut.Load() {
 			return nil, errTimedOut
 		}
 		return nil, err
-	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("policy decisions: %d results", len(rs))
 	}
 	// A rule the query does not evaluate cannot hold for this kind and
 	// operation: its decision is what an evaluation gives, an empty set.
@@ -91,16 +78,15 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 		}
 	}
 	if q.merged {
-		if err := mergedDecisions(out, rs[0].Bindings[decisionsVar]); err != nil {
+		if err := mergedDecisions(out, value); err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
 	var values *ast.Array
 	if len(q.results) > 0 {
-		t, _ := rs[0].Bindings[decisionsVar].(*ast.Term)
-		if t != nil {
-			values, _ = t.Value.(*ast.Array)
+		if value != nil {
+			values, _ = value.Value.(*ast.Array)
 		}
 		if values == nil || values.Len() != len(q.results) {
 			return nil, errors.New("policy decisions: the query's result is not an array of the decisions")
@@ -129,8 +115,7 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 // module's rule: v, its set of [policy, rule, value], as the per-rule
 // queries' sets would give them: messages sorted, patch operations in the
 // order of the set.
-func mergedDecisions(out []Decision, v any) error {
-	t, _ := v.(*ast.Term)
+func mergedDecisions(out []Decision, t *ast.Term) error {
 	if t == nil {
 		return errors.New("policy decisions: the query's result is not the set of the decisions")
 	}
@@ -204,6 +189,46 @@ func patchOps(policy string, v ast.Value) ([]any, error) {
 	}
 	out, _ := ops.([]any)
 	return out, nil
+}
+
+// run evaluates q against input, as rego's prepared query does, through
+// OPA's topdown itself: rego's layer makes an evaluation context and a
+// result set around each evaluation, a kilobyte and ten allocations of a
+// Secret create's. Its value is the query's decisions variable.
+func (q *query) run(ctx context.Context, input ast.Value, cancel topdown.Cancel, cache *virtualCache) (*ast.Term, error) {
+	txn, err := q.store.NewTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer q.store.Abort(ctx, txn)
+	var value *ast.Term
+	results := 0
+	err = topdown.NewQuery(q.body).
+		WithQueryCompiler(q.queryCompiler).
+		WithCompiler(q.compiler).
+		WithStore(q.store).
+		WithTransaction(txn).
+		WithInput(ast.NewTerm(input)).
+		WithCancel(cancel).
+		// Nothing reads the evaluation's metrics.
+		WithMetrics(metrics.NoOp()).
+		WithVirtualCache(cache).
+		WithBaseCache(&cache.base).
+		// A builtin that fails fails the evaluation, which refuses the
+		// request, instead of leaving a deny undefined.
+		WithStrictBuiltinErrors(true).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			results++
+			value = qr[q.result]
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if results != 1 {
+		return nil, fmt.Errorf("policy decisions: %d results", results)
+	}
+	return value, nil
 }
 
 // queryFor is the query that evaluates the decision rules that can hold

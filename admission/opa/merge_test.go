@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // The decision rules a kind and operation get are evaluated as one merged
@@ -105,6 +107,9 @@ deny contains "d" if input.request.kind.kind == "Pod"
 					}
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Errorf("%s: decisions (-each rule +merged):\n%s", what, diff)
+					}
+					for _, q := range []*query{q, set.query} {
+						checkRunAsRego(t, what, q, in)
 					}
 				}
 			}
@@ -221,5 +226,27 @@ func TestMergedBodiesBounded(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("K%d: decisions (-each rule +scoped):\n%s", i, diff)
 		}
+	}
+}
+
+// checkRunAsRego checks that q.run, through topdown, gives what rego's
+// prepared query gives for input.
+func checkRunAsRego(t *testing.T, what string, q *query, input ast.Value) {
+	t.Helper()
+	ctx := context.Background()
+	cache := getVirtualCache()
+	got, gotErr := q.run(ctx, input, topdown.NewCancel(), cache)
+	putVirtualCache(cache)
+	var want *ast.Term
+	rs, wantErr := q.prepared.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }))
+	if wantErr == nil && len(rs) == 1 {
+		want, _ = rs[0].Bindings[decisionsVar].(*ast.Term)
+	}
+	if (gotErr != nil) != (wantErr != nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+		t.Errorf("%s: error %v, through rego %v", what, gotErr, wantErr)
+		return
+	}
+	if (got == nil) != (want == nil) || got != nil && !got.Equal(want) {
+		t.Errorf("%s: decisions %v, through rego %v", what, got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 )
 
 // Enforcement is what a policy's deny messages do.
@@ -290,7 +291,23 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 		if err != nil {
 			return nil, fmt.Errorf("compile policies: %w", err)
 		}
-		return &query{prepared: q, results: results}, nil
+		// The server's evaluations compile the query once more, as rego
+		// did, to run it through topdown (see query.run).
+		body, err := ast.ParseBody(text)
+		if err != nil {
+			return nil, fmt.Errorf("compile policies: %w", err)
+		}
+		qc := compiler.QueryCompiler()
+		if body, err = qc.Compile(body); err != nil {
+			return nil, fmt.Errorf("compile policies: %w", err)
+		}
+		out := &query{body: body, queryCompiler: qc, compiler: compiler, store: d.store, prepared: q, results: results}
+		for k, v := range qc.RewrittenVars() {
+			if v == decisionsVar {
+				out.result = k
+			}
+		}
+		return out, nil
 	}
 	if set.query, err = prepare(decisionQuery(policies, all)); err != nil {
 		return nil, err
@@ -670,8 +687,18 @@ func policyRef(name string) ast.Ref {
 	return ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("policies"), ast.StringTerm(name)}
 }
 
-// query is a prepared decision query and where its results are.
+// query is a decision query, compiled, and where its results are.
 type query struct {
+	// body is the query compiled by queryCompiler, against compiler's
+	// policies and store's data; result is the variable its decisions
+	// are bound to.
+	body          ast.Body
+	queryCompiler ast.QueryCompiler
+	compiler      *ast.Compiler
+	store         storage.Store
+	result        ast.Var
+	// prepared is the same query prepared by rego, for an evaluation
+	// traced (see Explain).
 	prepared rego.PreparedEvalQuery
 	results  []result
 	// merged: the query's value is the set of a merged module's rule,
