@@ -47,7 +47,7 @@ func TestCancelStopsEvaluation(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	// Uncancelled, it would find no decision, and no error, after
 	// minutes.
-	_, err = set.eval(ctx, set.queryFor(input), input, time.Hour)
+	_, err = set.eval(ctx, set.queryFor(input), input, time.Hour, nil)
 	if err == nil || errors.Is(err, errTimedOut) {
 		t.Fatalf("got %v, want the evaluation cancelled", err)
 	}

@@ -26,12 +26,13 @@ type Decision struct {
 // as an AST value. A policy whose rules are not sets is an error: a caller
 // must then refuse the request. The evaluation stops when ctx is done.
 func (s *Set) Eval(ctx context.Context, input ast.Value) ([]Decision, error) {
-	return s.eval(ctx, s.queryFor(input), input, 0)
+	return s.eval(ctx, s.queryFor(input), input, 0, nil)
 }
 
 // eval is Eval with the query q, stopped after timeout too if it is
-// positive, with errTimedOut.
-func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.Duration) ([]Decision, error) {
+// positive, with errTimedOut. The decisions are written over those of
+// out, and their message slices, when it has room for them.
+func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.Duration, out []Decision) ([]Decision, error) {
 	if s.data.stale.Load() > 0 {
 		return nil, errStale
 	}
@@ -65,17 +66,21 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 	}
 	// A rule the query does not evaluate cannot hold for this kind and
 	// operation: its decision is what an evaluation gives, an empty set.
-	out := make([]Decision, len(s.policies))
+	if cap(out) < len(s.policies) {
+		out = make([]Decision, len(s.policies))
+	}
+	out = out[:len(s.policies)]
 	for i, p := range s.policies {
-		out[i] = Decision{Policy: p.Name, Enforcement: p.Enforcement}
+		d := Decision{Policy: p.Name, Enforcement: p.Enforcement}
 		for _, r := range p.rules {
 			switch r {
 			case "deny":
-				out[i].Deny = []string{}
+				d.Deny = emptied(out[i].Deny)
 			case "warn":
-				out[i].Warn = []string{}
+				d.Warn = emptied(out[i].Warn)
 			}
 		}
+		out[i] = d
 	}
 	if q.merged {
 		if err := mergedDecisions(out, value); err != nil {
@@ -109,6 +114,16 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 		}
 	}
 	return out, nil
+}
+
+// emptied is msgs with no message, keeping its array: an empty set of
+// messages, never nil.
+func emptied(msgs []string) []string {
+	if msgs == nil {
+		return []string{}
+	}
+	clear(msgs[:cap(msgs)])
+	return msgs[:0]
 }
 
 // mergedDecisions adds to out, by policy, the decisions of a merged

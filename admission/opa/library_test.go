@@ -76,7 +76,7 @@ func BenchmarkLibrary(b *testing.B) {
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: bc.namespace}, Immutable: new(bool), Data: map[string][]byte{"password": []byte("s3cret")}}
 			attrs := admission.NewAttributesRecord(secret, nil, corev1.SchemeGroupVersion.WithKind("Secret"), bc.namespace, "db", corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "admin", Groups: []string{"trustplane:cluster-admins"}})
 			ctx := context.Background()
-			_, decisions, err := p.eval(ctx, set, attrs)
+			_, decisions, err := p.eval(ctx, set, attrs, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -90,9 +90,12 @@ func BenchmarkLibrary(b *testing.B) {
 			samples := make([]time.Duration, 0, b.N)
 			for b.Loop() {
 				start := time.Now()
-				if _, _, err := p.eval(ctx, set, attrs); err != nil {
+				// As Validate evaluates, with a pooled buffer.
+				buf := getDecisions()
+				if _, _, err := p.eval(ctx, set, attrs, buf); err != nil {
 					b.Fatal(err)
 				}
+				putDecisions(buf)
 				samples = append(samples, time.Since(start))
 			}
 			sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
@@ -103,8 +106,9 @@ func BenchmarkLibrary(b *testing.B) {
 }
 
 // Evaluations at once, which share the terms of users, kinds and
-// resources and the compiled policies, decide each as it does alone (run
-// with -race, they also show that nothing shared is written).
+// resources, the compiled policies and pooled buffers of decisions,
+// decide each as it does alone (run with -race, they also show that
+// nothing shared is written).
 func TestConcurrentEvaluations(t *testing.T) {
 	set, _ := library(t)
 	p, err := NewPlugin(set, DefaultTimeout, discard())
@@ -121,7 +125,7 @@ func TestConcurrentEvaluations(t *testing.T) {
 		for j, u := range []*user.DefaultInfo{{Name: "alice", Groups: []string{"team"}}, {Name: "admin", Groups: []string{"trustplane:cluster-admins"}}} {
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d%d", i, j), Namespace: ns}, Data: map[string][]byte{"k": []byte("v")}}
 			attrs := admission.NewAttributesRecord(secret, nil, corev1.SchemeGroupVersion.WithKind("Secret"), ns, secret.Name, corev1.SchemeGroupVersion.WithResource("secrets"), "", admission.Create, &metav1.CreateOptions{}, false, u)
-			_, want, err := p.eval(ctx, set, attrs)
+			_, want, err := p.eval(ctx, set, attrs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +137,10 @@ func TestConcurrentEvaluations(t *testing.T) {
 		wg.Go(func() {
 			for i := range 100 {
 				r := requests[(g+i)%len(requests)]
-				_, got, err := p.eval(ctx, set, r.attrs)
+				// With pooled buffers, which other requests' decisions
+				// were written in.
+				buf := getDecisions()
+				_, got, err := p.eval(ctx, set, r.attrs, buf)
 				if err != nil {
 					t.Error(err)
 					return
@@ -142,6 +149,7 @@ func TestConcurrentEvaluations(t *testing.T) {
 					t.Errorf("%s/%s as %s: %+v, alone %+v", r.attrs.GetNamespace(), r.attrs.GetName(), r.attrs.GetUserInfo().GetName(), got, r.want)
 					return
 				}
+				putDecisions(buf)
 			}
 		})
 	}

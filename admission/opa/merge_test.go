@@ -99,7 +99,7 @@ deny contains "d" if input.request.kind.kind == "Pod"
 						merged++
 					}
 					got, gotErr := set.Eval(ctx, in)
-					want, wantErr := set.eval(ctx, set.query, in, 0)
+					want, wantErr := set.eval(ctx, set.query, in, 0, nil)
 					what := fmt.Sprintf("%s %s %s/%s", op, kind, ns, name)
 					if (gotErr != nil) != (wantErr != nil) {
 						t.Errorf("%s: error %v, each rule on its own: %v", what, gotErr, wantErr)
@@ -219,7 +219,7 @@ func TestMergedBodiesBounded(t *testing.T) {
 	for i := range 60 {
 		in := ast.MustInterfaceToValue(map[string]any{"request": map[string]any{"kind": map[string]any{"kind": fmt.Sprintf("K%d", i)}, "operation": "CREATE", "name": fmt.Sprintf("n%d", i%20)}})
 		got, gotErr := set.Eval(context.Background(), in)
-		want, wantErr := set.eval(context.Background(), set.query, in, 0)
+		want, wantErr := set.eval(context.Background(), set.query, in, 0, nil)
 		if gotErr != nil || wantErr != nil {
 			t.Fatal(gotErr, wantErr)
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +77,9 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		// Nothing to patch: the validating stage judges the object.
 		return nil
 	}
-	_, decisions, err := p.eval(ctx, set, a)
+	buf := getDecisions()
+	defer putDecisions(buf)
+	_, decisions, err := p.eval(ctx, set, a, buf)
 	if err != nil {
 		return err
 	}
@@ -106,7 +109,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		// judged by it.
 		return nil
 	}
-	input, decisions, err := p.eval(ctx, set, a)
+	buf := getDecisions()
+	defer putDecisions(buf)
+	input, decisions, err := p.eval(ctx, set, a, buf)
 	if err != nil {
 		return err
 	}
@@ -165,9 +170,10 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 }
 
 // eval evaluates set's policies for a, within the timeout, and returns the
-// input it evaluated with the decisions. Its error refuses the request;
-// the cause is logged without the input or values from it.
-func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (ast.Value, []Decision, error) {
+// input it evaluated with the decisions, written over buf's if it is not
+// nil. Its error refuses the request; the cause is logged without the
+// input or values from it.
+func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes, buf *[]Decision) (ast.Value, []Decision, error) {
 	if !set.appliesTo(a.GetKind().Kind, string(a.GetOperation())) && set.data.stale.Load() == 0 {
 		// No decision rule can hold for this kind of object and
 		// operation: an evaluation would decide nothing, and the input
@@ -179,8 +185,15 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	if err != nil {
 		return nil, nil, err
 	}
-	decisions, err := set.eval(ctx, set.queryFor(input), input, p.timeout)
+	var out []Decision
+	if buf != nil {
+		out = *buf
+	}
+	decisions, err := set.eval(ctx, set.queryFor(input), input, p.timeout, out)
 	if err == nil {
+		if buf != nil {
+			*buf = decisions
+		}
 		return input, decisions, nil
 	}
 	var te *topdown.Error
@@ -204,6 +217,14 @@ func (p *Plugin) eval(ctx context.Context, set *Set, a admission.Attributes) (as
 	}
 	return nil, nil, admission.NewForbidden(a, errors.New("the admission policies could not be evaluated"))
 }
+
+// decisionBuffers are the decisions of requests the stage is done with:
+// a Secret create's are a kilobyte, one per policy.
+var decisionBuffers = sync.Pool{New: func() any { return new([]Decision) }}
+
+func getDecisions() *[]Decision { return decisionBuffers.Get().(*[]Decision) }
+
+func putDecisions(buf *[]Decision) { decisionBuffers.Put(buf) }
 
 // applyPatch applies JSONPatch ops to obj in place. The patched object
 // must decode strictly as obj's type and keep its kind, name and
