@@ -250,3 +250,112 @@ func checkRunAsRego(t *testing.T, what string, q *query, input ast.Value) {
 		t.Errorf("%s: decisions %v, through rego %v", what, got, want)
 	}
 }
+
+// A merged rule's bodies leave out their tests of the kind and the
+// operation that every request its query is for passes; where the query
+// is for several kinds, the kind's tests stay. Each request is decided
+// as each rule decides it on its own.
+func TestMergedBodiesLeaveOutWhatTheQueryKnows(t *testing.T) {
+	set := compile(t, map[string]string{
+		"create.rego": `package kubernetes.admission
+
+deny contains "create" if input.request.operation == "CREATE"
+
+deny contains "create x" if {
+	input.request.operation == "CREATE"
+	input.request.name == "x"
+}
+`,
+		"create-z.rego": `package kubernetes.admission
+
+deny contains "create z" if {
+	input.request.name == "z"
+	input.request.operation == "CREATE"
+}
+`,
+		"secret.rego": `package kubernetes.admission
+
+deny contains "secret" if {
+	input.request.kind.kind == "Secret"
+	input.request.operation == "CREATE"
+	input.request.name == "y"
+}
+
+deny contains "not created" if {
+	input.request.kind.kind == "Secret"
+	not input.request.operation == "CREATE"
+}
+`,
+		"pod.rego": `package kubernetes.admission
+
+deny contains "pod deleted" if {
+	input.request.kind.kind == "Pod"
+	input.request.operation == "DELETE"
+}
+`,
+	})
+	tests := func(kinds, ops map[string]bool, m *ast.Module) {
+		t.Helper()
+		for _, r := range m.Rules {
+			for _, e := range r.Body {
+				if e.Negated || !e.IsCall() || len(e.Operands()) != 2 {
+					continue
+				}
+				for v := range exprValues(e, kindRef, nil) {
+					kinds[v] = true
+				}
+				for v := range exprValues(e, operationRef, nil) {
+					ops[v] = true
+				}
+			}
+		}
+	}
+	merged := func(kind, op string) *ast.Module {
+		t.Helper()
+		q := set.scoped(kind, op)
+		if !q.merged {
+			t.Fatalf("%s %s: not merged", kind, op)
+		}
+		ref := q.body[0].Operand(1).Value.(ast.Ref)
+		for _, m := range q.compiler.Modules {
+			if ref.HasPrefix(m.Package.Path) {
+				return m
+			}
+		}
+		t.Fatalf("%s %s: no merged module %v", kind, op, ref)
+		return nil
+	}
+	kinds, ops := map[string]bool{}, map[string]bool{}
+	tests(kinds, ops, merged("Secret", "CREATE"))
+	if len(kinds) > 0 || len(ops) > 0 {
+		t.Errorf("Secret CREATE's merged rule tests the kind %v and the operation %v", kinds, ops)
+	}
+	// Pod and other kinds' CREATE share a query: its bodies test no
+	// operation, and no kind was there to test.
+	if set.scoped("Pod", "CREATE") != set.scoped("ConfigMap", "CREATE") {
+		t.Fatal("Pod and ConfigMap creates do not share a query")
+	}
+	kinds, ops = map[string]bool{}, map[string]bool{}
+	tests(kinds, ops, merged("Pod", "CREATE"))
+	if len(ops) > 0 {
+		t.Errorf("CREATE's merged rule tests the operation %v", ops)
+	}
+	for _, kind := range []string{"Secret", "Pod", "ConfigMap"} {
+		for _, op := range []string{"CREATE", "UPDATE", "DELETE"} {
+			for _, name := range []string{"x", "y", "z"} {
+				in := ast.MustInterfaceToValue(map[string]any{"request": map[string]any{
+					"kind": map[string]any{"group": "", "version": "v1", "kind": kind}, "operation": op, "name": name,
+				}})
+				got, gotErr := set.Eval(context.Background(), in)
+				want, wantErr := set.eval(context.Background(), set.query, in, 0, nil)
+				what := fmt.Sprintf("%s %s %s", op, kind, name)
+				if gotErr != nil || wantErr != nil {
+					t.Fatalf("%s: %v, each rule on its own: %v", what, gotErr, wantErr)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: decisions (-each rule +merged):\n%s", what, diff)
+				}
+			}
+		}
+	}
+}

@@ -353,10 +353,26 @@ func (d *Data) Compile(ctx context.Context, files map[string][]byte) (*Set, erro
 // error says why.
 func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served map[string]*ast.Module, policies []Policy, those map[[2]string][]ruleRef) (*ast.Compiler, map[string]*ast.Module, error) {
 	sets := map[string][]ruleRef{}
-	for _, rules := range those {
-		if len(rules) > 1 {
-			sets[fmt.Sprint(rules)] = rules
+	// The kind and the operation of every scope a set's query is for,
+	// "" once two differ.
+	known := map[string][2]string{}
+	for sc, rules := range those {
+		if len(rules) <= 1 {
+			continue
 		}
+		key := fmt.Sprint(rules)
+		if _, ok := sets[key]; !ok {
+			sets[key], known[key] = rules, sc
+			continue
+		}
+		k := known[key]
+		if k[0] != sc[0] {
+			k[0] = ""
+		}
+		if k[1] != sc[1] {
+			k[1] = ""
+		}
+		known[key] = k
 	}
 	bodies := map[ruleRef]int{}
 	total := 0
@@ -380,7 +396,7 @@ func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served ma
 			continue
 		}
 		copied += n
-		m := mergedModule(compiler, policies, sets[key], len(merged))
+		m := mergedModule(compiler, policies, sets[key], len(merged), known[key][0], known[key][1])
 		merged[key] = m
 		modules[m.Package.Location.File] = m
 	}
@@ -427,8 +443,10 @@ var mergedData = ast.MustParseRef("data.trustplane.merged")
 // each value one of them holds, where policy is the index of its policy
 // in policies. It is the n-th merged module of a set, in a package of
 // its own under data.trustplane.merged, where no policy may define a
-// rule or read.
-func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int) *ast.Module {
+// rule or read. Its query is only for requests of kind and op, when they
+// are not "" (Set.queryFor chooses it by the input's): the bodies' tests
+// that the input is of them are left out (see known).
+func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int, kind, op string) *ast.Module {
 	file := fmt.Sprintf("trustplane-merged-%d", n)
 	path := ast.Ref{ast.DefaultRootDocument, ast.StringTerm("trustplane"), ast.StringTerm("merged"), ast.StringTerm(strconv.Itoa(n))}
 	m := &ast.Module{Package: &ast.Package{Path: path, Location: &ast.Location{File: file}}}
@@ -439,7 +457,7 @@ func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int) *a
 				continue
 			}
 			key := ast.ArrayTerm(ast.IntNumberTerm(r.policy), ast.StringTerm(r.rule), rule.Head.Key.Copy())
-			body := rule.Body.Copy()
+			body := known(rule.Body.Copy(), kind, op)
 			ast.WalkVars(key, func(v ast.Var) bool { taken[v] = true; return false })
 			ast.WalkVars(body, func(v ast.Var) bool { taken[v] = true; return false })
 			m.Rules = append(m.Rules, &ast.Rule{Head: &ast.Head{Key: key}, Body: body, Module: m, Location: rule.Location})
@@ -453,6 +471,37 @@ func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int) *a
 		r.Head = ast.NewHead(name, r.Head.Key)
 	}
 	return m
+}
+
+// known is body without its expressions that test that the input's kind
+// is kind, or its operation op, as scopeOf reads them (an equality, not
+// negated, without with): a query that evaluates body only for a request
+// of kind and op need not test them again. OPA evaluates each expression
+// of a body its rule index lets through, and these are a fifth of a
+// Secret create's. kind or op "" leaves theirs. A body left with none
+// holds: true.
+func known(body ast.Body, kind, op string) ast.Body {
+	kept := body[:0]
+	for _, e := range body {
+		if !e.Negated && len(e.With) == 0 && e.IsCall() && len(e.Operands()) == 2 {
+			if kind != "" && isOnly(exprValues(e, kindRef, nil), kind) || op != "" && isOnly(exprValues(e, operationRef, nil), op) {
+				continue
+			}
+		}
+		kept = append(kept, e)
+	}
+	if len(kept) == 0 {
+		kept = append(kept, ast.NewExpr(ast.BooleanTerm(true)))
+	}
+	for i, e := range kept {
+		e.Index = i
+	}
+	return kept
+}
+
+// isOnly reports whether values is v alone.
+func isOnly(values map[string]bool, v string) bool {
+	return len(values) == 1 && values[v]
 }
 
 // inputFields are the parts of the input of a request of kind and op
