@@ -139,7 +139,7 @@ var _ topdown.BaseCache = (*baseCache)(nil)
 func (c *baseCache) Get(ref ast.Ref) ast.Value {
 	var e *baseEntry
 	for i := range c.entries {
-		if (e == nil || len(c.entries[i].ref) < len(e.ref)) && ref.HasPrefix(c.entries[i].ref) {
+		if (e == nil || len(c.entries[i].ref) < len(e.ref)) && sameTerms(c.entries[i].ref, ref[:min(len(ref), len(c.entries[i].ref))]) {
 			e = &c.entries[i]
 		}
 	}
@@ -159,7 +159,7 @@ func (c *baseCache) Get(ref ast.Ref) ast.Value {
 // Put caches value, read at ref.
 func (c *baseCache) Put(ref ast.Ref, value ast.Value) {
 	for i := range c.entries {
-		if c.entries[i].ref.Equal(ref) {
+		if sameTerms(c.entries[i].ref, ref) {
 			c.entries[i].value = value
 			return
 		}
@@ -169,4 +169,27 @@ func (c *baseCache) Put(ref ast.Ref, value ast.Value) {
 	c.refTerms = append(c.refTerms, ref...)
 	own := ast.Ref(c.refTerms[start:len(c.refTerms):len(c.refTerms)])
 	c.entries = append(c.entries, baseEntry{ref: own, value: value})
+}
+
+// sameTerms reports whether a and b are the same keys of OPA's trie, a
+// map by ast.Value: 1 and 1.0 are equal numbers, but the store's paths
+// "1" and "1.0", and keys of their own. The refs OPA caches are of
+// scalars (resolveReadFromStorage); others are compared by value.
+func sameTerms(a, b ast.Ref) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch a[i].Value.(type) {
+		case ast.String, ast.Number, ast.Boolean, ast.Var, ast.Null:
+			if a[i].Value != b[i].Value {
+				return false
+			}
+		default:
+			if a[i].Value.Compare(b[i].Value) != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -81,3 +81,16 @@ func TestBaseCache(t *testing.T) {
 		t.Errorf("%d entries, want 2: a ref put again replaces its value", len(c.entries))
 	}
 }
+
+// Numbers are keys as the store's paths are: 1 and 1.0 are two.
+func TestBaseCacheNumbers(t *testing.T) {
+	var c baseCache
+	c.Put(ast.MustParseRef(`data.cfg.a[1]`), ast.String("one"))
+	c.Put(ast.MustParseRef(`data.cfg.a[1.0]`), ast.String("other"))
+	if got := c.Get(ast.MustParseRef(`data.cfg.a[1]`)); got != ast.String("one") {
+		t.Errorf("a[1] = %v, want one", got)
+	}
+	if got := c.Get(ast.MustParseRef(`data.cfg.a[1.0]`)); got != ast.String("other") {
+		t.Errorf("a[1.0] = %v, want other", got)
+	}
+}

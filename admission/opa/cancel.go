@@ -12,8 +12,9 @@ import (
 // up: OPA's evaluator asks Cancelled before each expression. It replaces
 // a context.WithTimeout and a context.AfterFunc per evaluation (a timer,
 // two contexts, their channel and the parent's map of children: ten
-// allocations, a kilobyte of a Secret create's thirteen), and OPA's own
-// goroutine watching the context. It is pooled with its timer.
+// allocations, a kilobyte of a Secret create's thirteen). The context
+// builtins see has no deadline: none of those policies may call waits on
+// I/O (see Capabilities). It is pooled with its timer.
 type evalCancel struct {
 	cancelled atomic.Bool
 	timedOut  atomic.Bool

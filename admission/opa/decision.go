@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Decision is what one policy says of a request.
@@ -204,46 +202,6 @@ func patchOps(policy string, v ast.Value) ([]any, error) {
 	}
 	out, _ := ops.([]any)
 	return out, nil
-}
-
-// run evaluates q against input, as rego's prepared query does, through
-// OPA's topdown itself: rego's layer makes an evaluation context and a
-// result set around each evaluation, a kilobyte and ten allocations of a
-// Secret create's. Its value is the query's decisions variable.
-func (q *query) run(ctx context.Context, input ast.Value, cancel topdown.Cancel, cache *virtualCache) (*ast.Term, error) {
-	txn, err := q.store.NewTransaction(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer q.store.Abort(ctx, txn)
-	var value *ast.Term
-	results := 0
-	err = topdown.NewQuery(q.body).
-		WithQueryCompiler(q.queryCompiler).
-		WithCompiler(q.compiler).
-		WithStore(q.store).
-		WithTransaction(txn).
-		WithInput(ast.NewTerm(input)).
-		WithCancel(cancel).
-		// Nothing reads the evaluation's metrics.
-		WithMetrics(metrics.NoOp()).
-		WithVirtualCache(cache).
-		WithBaseCache(&cache.base).
-		// A builtin that fails fails the evaluation, which refuses the
-		// request, instead of leaving a deny undefined.
-		WithStrictBuiltinErrors(true).
-		Iter(ctx, func(qr topdown.QueryResult) error {
-			results++
-			value = qr[q.result]
-			return nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	if results != 1 {
-		return nil, fmt.Errorf("policy decisions: %d results", results)
-	}
-	return value, nil
 }
 
 // queryFor is the query that evaluates the decision rules that can hold

@@ -257,6 +257,11 @@ func TestUserInfoIsTheRequestsUser(t *testing.T) {
 // Once userTerms is full, new users' terms are still kept: one of the
 // others goes.
 func TestUserTermsFull(t *testing.T) {
+	t.Cleanup(func() {
+		userTerms.mu.Lock()
+		clear(userTerms.m)
+		userTerms.mu.Unlock()
+	})
 	for i := range maxUserTerms + 10 {
 		userInfo(&user.DefaultInfo{Name: fmt.Sprintf("user-%d", i)})
 	}

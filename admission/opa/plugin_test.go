@@ -207,6 +207,9 @@ func TestCompileRefuses(t *testing.T) {
 		{"rules beside the admission package", map[string]string{"p.rego": "package kubernetes\n\nadmission.deny contains \"x\" if true\n"}, "only policies"},
 		{"into another policy's namespace", map[string]string{"p.rego": "package trustplane.policies.other\n\ndeny contains \"x\" if true\n"}, "only policies"},
 		{"a call out of the server", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny contains \"x\" if http.send({\"method\": \"get\", \"url\": \"http://127.0.0.1:1\"}).status_code == 200\n"}, "http.send"},
+		// A schema's $ref is fetched from a host, or read from a file.
+		{"a schema from a host", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny contains \"x\" if {\n\t[ok, _] := json.match_schema({}, {\"$ref\": concat(\"\", [\"http://127.0.0.1:1/\", input.request.name])})\n\tnot ok\n}\n"}, "json.match_schema"},
+		{"a schema from a file", map[string]string{"p.rego": "package kubernetes.admission\n\ndeny contains \"x\" if {\n\t[ok, _] := json.verify_schema({\"$ref\": \"file:///etc/passwd\"})\n\tnot ok\n}\n"}, "json.verify_schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Enforcement is what a policy's deny messages do.
@@ -474,8 +476,9 @@ func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int, ki
 }
 
 // known is body without its expressions that test that the input's kind
-// is kind, or its operation op, as scopeOf reads them (an equality, not
-// negated, without with): a query that evaluates body only for a request
+// is kind, or its operation op, directly (input.request.kind.kind == kind,
+// not negated, without with; not through a variable, as scopeOf also
+// reads them): a query that evaluates body only for a request
 // of kind and op need not test them again. OPA evaluates each expression
 // of a body its rule index lets through, and these are a fifth of a
 // Secret create's. kind or op "" leaves theirs. A body left with none
@@ -721,14 +724,21 @@ var (
 
 // withoutIO are the builtins policies may not call: they reach outside
 // the server (a policy could send what it reads, Secret data included) or
-// read its environment.
-var withoutIO = []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
+// read its environment. The JSON schema builtins load a schema's $ref:
+// from any host unless allow_net says none, and from any file the
+// server can read, which nothing bounds.
+var withoutIO = []string{"http.send", "net.lookup_ip_addr", "opa.runtime", "json.match_schema", "json.verify_schema"}
 
 // Capabilities are OPA's builtins but those that reach outside the server
-// or read its environment, for the policies and their tests alike.
+// or read its environment, for the policies and their tests alike, and no
+// host a builtin may reach. With none left that waits on I/O, an
+// evaluation is pure computation, which its cancel stops between any two
+// expressions (see evalCancel).
 func Capabilities() *ast.Capabilities {
 	c := ast.CapabilitiesForThisVersion()
 	c.Builtins = slices.DeleteFunc(c.Builtins, func(b *ast.Builtin) bool { return slices.Contains(withoutIO, b.Name) })
+	// nil allows every host; empty, none.
+	c.AllowNet = []string{}
 	return c
 }
 
@@ -753,6 +763,46 @@ type query struct {
 	// merged: the query's value is the set of a merged module's rule,
 	// not an array of each rule's set.
 	merged bool
+}
+
+// run evaluates q against input, as rego's prepared query does, through
+// OPA's topdown itself: rego's layer makes an evaluation context and a
+// result set around each evaluation, a kilobyte and ten allocations of a
+// Secret create's. Its value is the query's decisions variable.
+func (q *query) run(ctx context.Context, input ast.Value, cancel topdown.Cancel, cache *virtualCache) (*ast.Term, error) {
+	txn, err := q.store.NewTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer q.store.Abort(ctx, txn)
+	var value *ast.Term
+	results := 0
+	err = topdown.NewQuery(q.body).
+		WithQueryCompiler(q.queryCompiler).
+		WithCompiler(q.compiler).
+		WithStore(q.store).
+		WithTransaction(txn).
+		WithInput(ast.NewTerm(input)).
+		WithCancel(cancel).
+		// Nothing reads the evaluation's metrics.
+		WithMetrics(metrics.NoOp()).
+		WithVirtualCache(cache).
+		WithBaseCache(&cache.base).
+		// A builtin that fails fails the evaluation, which refuses the
+		// request, instead of leaving a deny undefined.
+		WithStrictBuiltinErrors(true).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			results++
+			value = qr[q.result]
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if results != 1 {
+		return nil, fmt.Errorf("policy decisions: %d results", results)
+	}
+	return value, nil
 }
 
 // result is one element of a decision query's array: the value of one
