@@ -118,6 +118,16 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	// The messages go to the client, the audit log and Warning headers:
 	// none may show the data of the object judged, whatever a policy put
 	// in them.
+	// The redactor hides only what the longest message could hold.
+	longest := -1
+	for _, d := range decisions {
+		for _, msg := range d.Deny {
+			longest = max(longest, len(msg))
+		}
+		for _, msg := range d.Warn {
+			longest = max(longest, len(msg))
+		}
+	}
 	var redact *Redactor
 	var refusals []string
 	// A request allowed only by a grant on the object's metadata (a
@@ -134,7 +144,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			continue
 		}
 		if redact == nil {
-			redact = NewRedactor(input)
+			redact = newRedactorUpTo(longest, input)
 		}
 		d.Deny, d.Warn = redact.Strings(d.Deny), redact.Strings(d.Warn)
 		record, _ := json.Marshal(map[string]any{"enforcement": d.Enforcement, "deny": d.Deny, "warn": d.Warn})

@@ -39,6 +39,15 @@ type Redactor struct {
 // NewRedactor hides the data values of the objects (object and
 // oldObject) of inputs, AdmissionReviews as Input builds them.
 func NewRedactor(inputs ...ast.Value) *Redactor {
+	return newRedactorUpTo(-1, inputs...)
+}
+
+// newRedactorUpTo is NewRedactor for strings of at most limit bytes, or
+// of any length if limit is negative: it leaves out the values whose forms are
+// all longer, which no such string can hold. A Secret's 1 KiB value then
+// costs no decoding and no encoding where a policy's message of a hundred
+// bytes is redacted.
+func newRedactorUpTo(limit int, inputs ...ast.Value) *Redactor {
 	seen := map[string]bool{}
 	add := func(s string) {
 		if s == "" {
@@ -64,6 +73,9 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 	}
 	for _, input := range inputs {
 		for _, v := range dataValues(input) {
+			if limit >= 0 && shortestForm(len(v)) > limit {
+				continue
+			}
 			add(v)
 			if raw, err := base64.StdEncoding.DecodeString(v); err == nil {
 				add(string(raw))
@@ -90,6 +102,11 @@ func NewRedactor(inputs ...ast.Value) *Redactor {
 	})
 	return r
 }
+
+// shortestForm is a bound below the length of every form of a value of n
+// bytes: quoting and base64 lengthen it; decoded as base64, it is 3 bytes
+// for each 4 but for up to 2 of padding.
+func shortestForm(n int) int { return n/4*3 - 2 }
 
 // plain reports whether s is printable ASCII that neither Go, Rego nor
 // JSON (escaping HTML or not) quotes other than as it is.

@@ -38,6 +38,20 @@ func TestRedactor(t *testing.T) {
 		if got := r.String(tc.in); got != tc.want {
 			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+		// One for strings no longer than this one hides as much.
+		if got := newRedactorUpTo(len(tc.in), input).String(tc.in); got != tc.want {
+			t.Errorf("up to %d bytes: String(%q) = %q, want %q", len(tc.in), tc.in, got, tc.want)
+		}
+	}
+	// old-key, 7 bytes, is 12 characters of base64 in the input: a
+	// redactor for 7 bytes still hides it, one for 6 has no form of it.
+	if got := newRedactorUpTo(7, input).String("old-key"); got != Redacted {
+		t.Errorf("up to 7 bytes: String(old-key) = %q", got)
+	}
+	for _, f := range newRedactorUpTo(6, input).forms {
+		if strings.Contains(f, "old-key") {
+			t.Errorf("up to 6 bytes: a form %q of old-key, which cannot fit", f)
+		}
 	}
 	op := map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]any{"tok-123": []any{"x", value}}}
 	want := map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]any{Redacted: []any{"x", Redacted}}}
