@@ -357,24 +357,24 @@ func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served ma
 	sets := map[string][]ruleRef{}
 	// The kind and the operation of every scope a set's query is for,
 	// "" once two differ.
-	known := map[string][2]string{}
+	forScope := map[string][2]string{}
 	for sc, rules := range those {
 		if len(rules) <= 1 {
 			continue
 		}
 		key := fmt.Sprint(rules)
 		if _, ok := sets[key]; !ok {
-			sets[key], known[key] = rules, sc
+			sets[key], forScope[key] = rules, sc
 			continue
 		}
-		k := known[key]
+		k := forScope[key]
 		if k[0] != sc[0] {
 			k[0] = ""
 		}
 		if k[1] != sc[1] {
 			k[1] = ""
 		}
-		known[key] = k
+		forScope[key] = k
 	}
 	bodies := map[ruleRef]int{}
 	total := 0
@@ -398,7 +398,7 @@ func (d *Data) mergeRules(ctx context.Context, compiler *ast.Compiler, served ma
 			continue
 		}
 		copied += n
-		m := mergedModule(compiler, policies, sets[key], len(merged), known[key][0], known[key][1])
+		m := mergedModule(compiler, policies, sets[key], len(merged), forScope[key][0], forScope[key][1])
 		merged[key] = m
 		modules[m.Package.Location.File] = m
 	}
@@ -478,11 +478,11 @@ func mergedModule(c *ast.Compiler, policies []Policy, which []ruleRef, n int, ki
 // known is body without its expressions that test that the input's kind
 // is kind, or its operation op, directly (input.request.kind.kind == kind,
 // not negated, without with; not through a variable, as scopeOf also
-// reads them): a query that evaluates body only for a request
-// of kind and op need not test them again. OPA evaluates each expression
-// of a body its rule index lets through, and these are a fifth of a
-// Secret create's. kind or op "" leaves theirs. A body left with none
-// holds: true.
+// reads them): a query that evaluates body only for a request of kind
+// and op need not test them again. OPA evaluates each expression of a
+// body its rule index lets through, and these were a fifth of a Secret
+// create's. kind or op "" leaves theirs. A body left with none holds:
+// true.
 func known(body ast.Body, kind, op string) ast.Body {
 	kept := body[:0]
 	for _, e := range body {
