@@ -13,6 +13,7 @@ import (
 	"weak"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -158,7 +159,7 @@ func (c *Cacher) listAndWatch(ctx context.Context) error {
 	c.changed.Broadcast()
 	c.mu.Unlock()
 
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(c.streamContext(ctx))
 	defer cancel()
 	for wresp := range c.store.client.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify()) {
 		if err := wresp.Err(); err != nil {
@@ -330,15 +331,25 @@ func (c *Cacher) requestProgress(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		// The watch stream is the one of contexts carrying the
-		// require-leader metadata, which listAndWatch uses.
-		c.store.client.RequestProgress(clientv3.WithRequireLeader(ctx))
+		// To the cache's own watch stream.
+		c.store.client.RequestProgress(c.streamContext(ctx))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// streamContext is ctx with the metadata of the cache's etcd watch stream:
+// its own, since etcd's client keys streams by the metadata of their
+// contexts. etcd answers a progress request for a whole stream, and only
+// once every watch on it has reached its start: on one stream for all
+// caches, a cache that started after the last write held back every
+// other's progress until the next one, and a consistent read from them
+// waited for it.
+func (c *Cacher) streamContext(ctx context.Context) context.Context {
+	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "trustplane-watch-cache", c.prefix))
 }
 
 // Wait blocks until the cache reflects at least revision rev (see

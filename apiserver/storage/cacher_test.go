@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/trustplane/trustplane/apiserver/storage"
@@ -362,6 +363,47 @@ func TestCacherWait(t *testing.T) {
 	cancel()
 	if err := c.Wait(short, cur+100); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait for a revision never written, context canceled: %v, want context.Canceled", err)
+	}
+}
+
+// A cache catches up with a write to another resource, whose cache
+// started after it: etcd answers no progress request on a watch stream
+// where some watch starts past its revision, and the newer cache's does
+// until the next write. Each cache's watch has a stream of its own.
+func TestCacherCatchesUpBesideANewerCache(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := testCtx(t)
+	older := startCacher(t, s, 100)
+	cur, err := older.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := older.Wait(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	services := schema.GroupResource{Resource: "services"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "a"}}
+	if err := s.Create(ctx, services, storage.Key(services, "a", "s"), svc); err != nil {
+		t.Fatal(err)
+	}
+	// Lists at the write's revision, and watches from the next.
+	newer := storage.NewCacher(s, services, func() runtime.Object { return &corev1.Service{} }, 100, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { newer.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	written, err := older.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newer.Wait(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is written from here on.
+	short, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if err := older.Wait(short, written); err != nil {
+		t.Fatalf("the older cache did not reach revision %d, with nothing written since: %v", written, err)
 	}
 }
 
