@@ -55,7 +55,7 @@ func (s *Set) eval(ctx context.Context, q *query, input ast.Value, timeout time.
 	defer cancel.release()
 	cache := getVirtualCache()
 	defer putVirtualCache(cache)
-	value, err := q.run(ctx, input, cancel, cache)
+	value, err := q.run(ctx, input, cancel, cache, nil)
 	if err != nil {
 		if cancel.timedOut.Load() {
 			return nil, errTimedOut

@@ -5,12 +5,11 @@ import (
 	"context"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Explain evaluates the policies against input as Eval does, and also
-// returns OPA's trace of an evaluation of the same prepared query with
+// returns OPA's trace of an evaluation of the query of every rule with
 // the same input: which rules were entered, which expressions held or
 // failed, and where. The decisions are Eval's own, so that they are the
 // server's by construction; the server, too, evaluates a request more
@@ -27,7 +26,11 @@ import (
 // variable, transform it or trace it, and none of it reaches the output.
 func (s *Set) Explain(ctx context.Context, input ast.Value) ([]Decision, string, error) {
 	tracer := topdown.NewBufferTracer()
-	_, traceErr := s.query.prepared.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tracer))
+	cancel := startCancel(ctx, 0)
+	cache := getVirtualCache()
+	_, traceErr := s.query.run(ctx, input, cancel, cache, tracer)
+	putVirtualCache(cache)
+	cancel.release()
 	trace := redactTrace(*tracer, input, NewRedactor(input))
 	if traceErr != nil {
 		return nil, trace, traceErr

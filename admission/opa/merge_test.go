@@ -235,10 +235,14 @@ func checkRunAsRego(t *testing.T, what string, q *query, input ast.Value) {
 	t.Helper()
 	ctx := context.Background()
 	cache := getVirtualCache()
-	got, gotErr := q.run(ctx, input, topdown.NewCancel(), cache)
+	got, gotErr := q.run(ctx, input, topdown.NewCancel(), cache, nil)
 	putVirtualCache(cache)
+	prepared, err := rego.New(rego.Query(q.text), rego.Compiler(q.compiler), rego.Store(q.store), rego.Capabilities(Capabilities()), rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want *ast.Term
-	rs, wantErr := q.prepared.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }))
+	rs, wantErr := prepared.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }))
 	if wantErr == nil && len(rs) == 1 {
 		want, _ = rs[0].Bindings[decisionsVar].(*ast.Term)
 	}
