@@ -22,7 +22,11 @@ import (
 
 func startCacher(t testing.TB, s *storage.Store, history int) *storage.Cacher {
 	t.Helper()
-	c := storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, history, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return runCacher(t, storage.NewCacher(s, configmaps, func() runtime.Object { return &corev1.ConfigMap{} }, history, slog.New(slog.NewTextHandler(io.Discard, nil))))
+}
+
+// runCacher runs c until the test ends.
+func runCacher(t testing.TB, c *storage.Cacher) *storage.Cacher {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
@@ -387,11 +391,7 @@ func TestCacherCatchesUpBesideANewerCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Lists at the write's revision, and watches from the next.
-	newer := storage.NewCacher(s, services, func() runtime.Object { return &corev1.Service{} }, 100, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { newer.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	newer := runCacher(t, storage.NewCacher(s, services, func() runtime.Object { return &corev1.Service{} }, 100, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	written, err := older.CurrentRevision(ctx)
 	if err != nil {
 		t.Fatal(err)
