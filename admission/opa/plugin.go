@@ -117,8 +117,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	}
 	// The messages go to the client, the audit log and Warning headers:
 	// none may show the data of the object judged, whatever a policy put
-	// in them.
-	// The redactor hides only what the longest message could hold.
+	// in them. The redactor needs to hide only what the longest message
+	// could hold.
 	longest := -1
 	for _, d := range decisions {
 		for _, msg := range d.Deny {
